@@ -1,0 +1,60 @@
+"""The parsed form of an expression: a list of nodes in topological order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..ops import Op, Shape
+
+
+@dataclass(eq=False)
+class Node:
+    """One value of the expression: an input, a numeric literal or an op applied to nodes.
+
+    Nodes compare by identity, so they can key dictionaries of values and gradients.
+    """
+
+    index: int
+    text: str
+    shape: Shape
+    op: Op | None = None
+    args: tuple[Node, ...] = ()
+    attrs: dict[str, Any] = field(default_factory=dict)
+    name: str | None = None  # the input's name, or the binding that names this node
+    literal: float | None = None  # the value of a numeric literal
+    line: int = 1  # line within the expression's source
+
+    @property
+    def is_input(self) -> bool:
+        return self.op is None and self.literal is None
+
+    @property
+    def is_literal(self) -> bool:
+        return self.literal is not None
+
+    def __repr__(self) -> str:
+        return f"Node({self.index}: {self.text} {self.shape})"
+
+
+@dataclass
+class Expression:
+    source: str
+    nodes: list[Node]  # every node after its arguments
+    output: Node
+    inputs: dict[str, Node]
+    bindings: dict[str, Node]
+
+    @property
+    def op_nodes(self) -> list[Node]:
+        return [n for n in self.nodes if n.op is not None]
+
+    def lookup(self, name: str) -> Node:
+        """An input or a binding by name: what `wrt` may name."""
+        if name in self.bindings:
+            return self.bindings[name]
+        return self.inputs[name]
+
+    @property
+    def names(self) -> list[str]:
+        return [*self.inputs, *(b for b in self.bindings if b not in self.inputs)]

@@ -1,0 +1,270 @@
+"""Expression parser: Python syntax read with `ast` against a whitelist, never evaluated.
+
+An expression is one Python expression, or several ``name = expression`` lines that
+end with the output expression. Calls name ops of the registry; the operators
+``@ + - * / **`` and unary ``-`` map to ``matmul add sub mul div pow neg``; numeric
+literals become constants; ``x[0, :, 1:3]`` is ``getitem``. Every node's shape is
+inferred here, so a shape error is found before anything runs, and it names the node.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from typing import Any
+
+from ..ops import Op, Shape, ShapeError, get_op, has_op, operator_ops
+from .graph import Expression, Node
+
+MAX_DEPTH = 200
+
+_BINOPS = {ast.MatMult: "@", ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
+_UNSUPPORTED_BINOPS = {
+    ast.FloorDiv: "//", ast.Mod: "%", ast.LShift: "<<", ast.RShift: ">>",
+    ast.BitOr: "|", ast.BitXor: "^", ast.BitAnd: "&",
+}
+_FORBIDDEN = {
+    ast.Attribute: "attribute access is not allowed; call an op by its name",
+    ast.Lambda: "lambda is not allowed",
+    ast.Compare: "comparisons are not allowed",
+    ast.BoolOp: "and/or are not allowed",
+    ast.IfExp: "conditional expressions are not allowed",
+    ast.Dict: "dicts are not allowed",
+    ast.Set: "sets are not allowed",
+    ast.ListComp: "comprehensions are not allowed",
+    ast.GeneratorExp: "comprehensions are not allowed",
+    ast.Starred: "*args are not allowed",
+    ast.JoinedStr: "strings are not allowed",
+}
+
+
+class ExpressionError(ValueError):
+    """A problem with an expression, at `line` (1-based, within the expression)."""
+
+    def __init__(self, message: str, line: int = 1) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+
+
+def parse(source: str, input_shapes: Mapping[str, Shape]) -> Expression:
+    """Parse `source` into an `Expression` whose inputs have the given shapes."""
+    return _Parser(source, input_shapes).parse()
+
+
+class _Parser:
+    def __init__(self, source: str, input_shapes: Mapping[str, Shape]) -> None:
+        self.source = source.strip()
+        self.nodes: list[Node] = []
+        self.inputs: dict[str, Node] = {}
+        self.input_shapes = {k: tuple(v) for k, v in input_shapes.items()}
+        self.bindings: dict[str, Node] = {}
+        self.operators = operator_ops()
+
+    def parse(self) -> Expression:
+        try:
+            tree = ast.parse(self.source, mode="exec")
+        except SyntaxError as e:
+            raise ExpressionError(f"syntax error: {e.msg}", e.lineno or 1) from None
+        except (RecursionError, MemoryError):
+            raise ExpressionError(f"expression is nested more than {MAX_DEPTH} levels deep")
+        if not tree.body:
+            raise ExpressionError("the expression is empty")
+        *assignments, last = tree.body
+        for stmt in assignments:
+            self._binding(stmt)
+        if not isinstance(last, ast.Expr):
+            raise ExpressionError(
+                "the last line must be the output expression, not a statement", last.lineno
+            )
+        output = self._node(last.value, 0)
+        if output.is_literal:
+            raise ExpressionError("the output is a constant; it depends on no input", last.lineno)
+        return Expression(self.source, self.nodes, output, self.inputs, self.bindings)
+
+    def _binding(self, stmt: ast.stmt) -> None:
+        if not (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+        ):
+            raise ExpressionError(
+                "only `name = expression` lines may come before the output expression",
+                stmt.lineno,
+            )
+        name = stmt.targets[0].id
+        if name in self.input_shapes or name in self.bindings:
+            raise ExpressionError(f"{name!r} is already defined; pick a new name", stmt.lineno)
+        if has_op(name):
+            raise ExpressionError(f"{name!r} is an op's name; pick another", stmt.lineno)
+        node = self._node(stmt.value, 0)
+        if node.name is None:
+            node.name = name
+        self.bindings[name] = node
+
+    # -- nodes -------------------------------------------------------------------------
+    def _text(self, node: ast.AST) -> str:
+        segment = ast.get_source_segment(self.source, node) or ast.unparse(node)
+        return " ".join(segment.split())
+
+    def _add(self, node: ast.AST, **fields: Any) -> Node:
+        made = Node(index=len(self.nodes), text=self._text(node), line=node.lineno, **fields)
+        self.nodes.append(made)
+        return made
+
+    def _node(self, node: ast.expr, depth: int) -> Node:
+        if depth > MAX_DEPTH:
+            raise ExpressionError(
+                f"expression is nested more than {MAX_DEPTH} levels deep", node.lineno
+            )
+        if isinstance(node, ast.Name):
+            return self._name(node)
+        if isinstance(node, ast.Constant) or _is_negative_number(node):
+            value = _number(node)
+            return self._add(node, shape=(), literal=float(value))
+        if isinstance(node, ast.BinOp):
+            symbol = _BINOPS.get(type(node.op))
+            if symbol is None:
+                raise ExpressionError(
+                    f"{self._text(node)}: operator {_UNSUPPORTED_BINOPS[type(node.op)]} "
+                    "is not supported (use @ + - * / ** or an op)", node.lineno
+                )
+            args = [self._node(node.left, depth + 1), self._node(node.right, depth + 1)]
+            return self._apply(node, self.operators[symbol], args, {})
+        if isinstance(node, ast.UnaryOp):
+            if isinstance(node.op, ast.UAdd):
+                return self._node(node.operand, depth + 1)
+            if isinstance(node.op, ast.USub):
+                return self._apply(node, self.operators["u-"], [self._node(node.operand, depth + 1)], {})
+            raise ExpressionError(f"{self._text(node)}: only unary - and + are allowed", node.lineno)
+        if isinstance(node, ast.Call):
+            return self._call(node, depth)
+        if isinstance(node, ast.Subscript):
+            base = self._node(node.value, depth + 1)
+            return self._apply(node, get_op("getitem"), [base], {"index": self._index(node.slice)})
+        if isinstance(node, (ast.List, ast.Tuple)):
+            raise ExpressionError(
+                f"{self._text(node)}: a list is only allowed as the first argument of concat "
+                "or stack, or as an attribute", node.lineno
+            )
+        reason = _FORBIDDEN.get(type(node), f"{type(node).__name__} is not allowed")
+        raise ExpressionError(f"{self._text(node)}: {reason}", node.lineno)
+
+    def _name(self, node: ast.Name) -> Node:
+        name = node.id
+        if name in self.bindings:
+            return self.bindings[name]
+        if name in self.inputs:
+            return self.inputs[name]
+        if name in self.input_shapes:
+            made = self._add(node, shape=self.input_shapes[name], name=name)
+            self.inputs[name] = made
+            return made
+        if has_op(name):
+            raise ExpressionError(f"{name} is an op; call it, as in {name}(x)", node.lineno)
+        known = ", ".join([*self.input_shapes, *self.bindings]) or "none"
+        raise ExpressionError(f"undefined name {name!r} (inputs and bindings: {known})", node.lineno)
+
+    def _call(self, node: ast.Call, depth: int) -> Node:
+        if not isinstance(node.func, ast.Name):
+            reason = _FORBIDDEN.get(type(node.func), "call an op by its name")
+            raise ExpressionError(f"{self._text(node)}: {reason}", node.lineno)
+        if not has_op(node.func.id):
+            raise ExpressionError(
+                f"{self._text(node)}: unknown op {node.func.id!r} (see `gradcheck ops`)",
+                node.lineno,
+            )
+        op = get_op(node.func.id)
+        n_params = len(op.params)
+        positional, extra = node.args[:n_params], node.args[n_params:]
+        if len(positional) < n_params:
+            raise ExpressionError(
+                f"{self._text(node)}: {op.name} takes {n_params} argument(s): {op.signature}",
+                node.lineno,
+            )
+        if len(extra) > len(op.attrs):
+            raise ExpressionError(
+                f"{self._text(node)}: too many arguments for {op.signature}", node.lineno
+            )
+        attrs = {name: _literal(value, self._text(value)) for name, value in zip(op.attrs, extra)}
+        for kw in node.keywords:
+            if kw.arg is None:
+                raise ExpressionError(f"{self._text(node)}: **kwargs are not allowed", node.lineno)
+            if kw.arg in attrs:
+                raise ExpressionError(f"{self._text(node)}: {kw.arg} given twice", node.lineno)
+            attrs[kw.arg] = _literal(kw.value, self._text(kw.value))
+        if op.variadic:
+            values = positional[0]
+            if not isinstance(values, (ast.List, ast.Tuple)) or not values.elts:
+                raise ExpressionError(
+                    f"{self._text(node)}: {op.name} takes a non-empty list [a, b, ...] first",
+                    node.lineno,
+                )
+            args = [self._node(v, depth + 1) for v in values.elts]
+        else:
+            args = [self._node(a, depth + 1) for a in positional]
+        return self._apply(node, op, args, attrs)
+
+    def _apply(self, node: ast.AST, op: Op, args: list[Node], attrs: dict[str, Any]) -> Node:
+        text = self._text(node)
+        try:
+            attrs = op.resolve_attrs(attrs)
+            shapes = [a.shape for a in args]
+            shape = op.shape(shapes, **attrs) if op.variadic else op.shape(*shapes, **attrs)
+        except ShapeError as e:
+            raise ExpressionError(f"{text}: {e}", node.lineno) from None
+        return self._add(node, shape=tuple(shape), op=op, args=tuple(args), attrs=attrs)
+
+    def _index(self, node: ast.expr) -> tuple:
+        items = node.elts if isinstance(node, ast.Tuple) else [node]
+        return tuple(self._index_item(item) for item in items)
+
+    def _index_item(self, node: ast.expr) -> Any:
+        if isinstance(node, ast.Slice):
+            parts = (node.lower, node.upper, node.step)
+            return slice(*(None if p is None else self._index_int(p) for p in parts))
+        if isinstance(node, ast.Constant) and (node.value is None or node.value is Ellipsis):
+            return node.value
+        return self._index_int(node)
+
+    def _index_int(self, node: ast.expr) -> int:
+        value = _literal(node, self._text(node)) if _is_number(node) else None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ExpressionError(
+                f"{self._text(node)}: only basic indexing is supported "
+                "(integers, slices, None and ...)", node.lineno
+            )
+        return value
+
+
+def _is_negative_number(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.Constant)
+    )
+
+
+def _is_number(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) or _is_negative_number(node)
+
+
+def _number(node: ast.expr) -> int | float:
+    sign = -1 if _is_negative_number(node) else 1
+    value = node.operand.value if sign < 0 else node.value  # type: ignore[attr-defined]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ExpressionError(f"{ast.unparse(node)}: only numeric literals are allowed", node.lineno)
+    return sign * value
+
+
+def _literal(node: ast.expr, text: str) -> Any:
+    """An attribute's value: a number, true/false, None or a list of those."""
+    if isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, bool)):
+        return node.value
+    if _is_number(node):
+        return _number(node)
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_literal(e, text) for e in node.elts]
+    raise ExpressionError(
+        f"{text}: attributes must be literal numbers, lists, True/False or None", node.lineno
+    )

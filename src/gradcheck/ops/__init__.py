@@ -1,0 +1,17 @@
+"""The op registry. Importing this package declares every op (SPEC §3)."""
+
+from . import elementwise, linalg, nn, reductions, shape  # noqa: F401  (declarations)
+from .broadcast import broadcast_shapes, unbroadcast
+from .registry import Op, Shape, ShapeError, all_ops, get_op, has_op, operator_ops
+
+__all__ = [
+    "Op",
+    "Shape",
+    "ShapeError",
+    "all_ops",
+    "broadcast_shapes",
+    "get_op",
+    "has_op",
+    "operator_ops",
+    "unbroadcast",
+]

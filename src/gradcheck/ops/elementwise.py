@@ -1,0 +1,161 @@
+"""Elementwise ops. Binary ones broadcast; their VJPs return the broadcast shape and
+the engine's `unbroadcast` sums them back to each argument's shape."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .broadcast import broadcast_shapes
+from .registry import VJP, Op, Shape, register
+
+
+def _same_shape(x: Shape) -> Shape:
+    return x
+
+
+def binary(
+    name: str,
+    forward: Callable,
+    vjp_a: VJP,
+    vjp_b: VJP,
+    tf: Callable,
+    tf_name: str,
+    doc: str,
+    operator: str | None = None,
+    kink: str | None = None,
+) -> Op:
+    return register(
+        Op(
+            name=name,
+            params=("a", "b"),
+            shape=broadcast_shapes,
+            forward=forward,
+            vjps=(vjp_a, vjp_b),
+            tf=tf,
+            tf_name=tf_name,
+            doc=doc,
+            operator=operator,
+            kink=kink,
+        )
+    )
+
+
+def unary(
+    name: str,
+    forward: Callable,
+    vjp: VJP,
+    tf: Callable,
+    tf_name: str,
+    doc: str,
+    operator: str | None = None,
+    kink: str | None = None,
+) -> Op:
+    return register(
+        Op(
+            name=name,
+            params=("x",),
+            shape=_same_shape,
+            forward=forward,
+            vjps=(vjp,),
+            tf=tf,
+            tf_name=tf_name,
+            doc=doc,
+            operator=operator,
+            kink=kink,
+        )
+    )
+
+
+def _safe_log(a: np.ndarray) -> np.ndarray:
+    # TensorFlow's pow gradient for the exponent uses log(a) only where a > 0, else 0.
+    positive = a > 0
+    return np.where(positive, np.log(np.where(positive, a, 1)), 0)
+
+
+binary(
+    "add", np.add,
+    lambda g, ans, a, b: g,
+    lambda g, ans, a, b: g,
+    lambda tf, a, b: tf.add(a, b), "tf.add", "a + b", operator="+",
+)
+binary(
+    "sub", np.subtract,
+    lambda g, ans, a, b: g,
+    lambda g, ans, a, b: -g,
+    lambda tf, a, b: tf.subtract(a, b), "tf.subtract", "a - b", operator="-",
+)
+binary(
+    "mul", np.multiply,
+    lambda g, ans, a, b: g * b,
+    lambda g, ans, a, b: g * a,
+    lambda tf, a, b: tf.multiply(a, b), "tf.multiply", "a * b", operator="*",
+)
+binary(
+    "div", np.divide,
+    lambda g, ans, a, b: g / b,
+    lambda g, ans, a, b: -g * a / (b * b),
+    lambda tf, a, b: tf.divide(a, b), "tf.divide", "a / b", operator="/",
+)
+binary(
+    "pow", np.power,
+    lambda g, ans, a, b: g * b * np.power(a, b - 1),
+    lambda g, ans, a, b: g * ans * _safe_log(a),
+    lambda tf, a, b: tf.pow(a, b), "tf.pow",
+    "a ** b; the exponent's gradient is taken as 0 where a <= 0, as TensorFlow does",
+    operator="**",
+)
+binary(
+    "maximum", np.maximum,
+    lambda g, ans, a, b: g * (a >= b),
+    lambda g, ans, a, b: g * (a < b),
+    lambda tf, a, b: tf.maximum(a, b), "tf.maximum",
+    "elementwise max; at a tie the gradient goes to a", kink="tie",
+)
+binary(
+    "minimum", np.minimum,
+    lambda g, ans, a, b: g * (a <= b),
+    lambda g, ans, a, b: g * (a > b),
+    lambda tf, a, b: tf.minimum(a, b), "tf.minimum",
+    "elementwise min; at a tie the gradient goes to a", kink="tie",
+)
+
+unary(
+    "neg", np.negative, lambda g, ans, x: -g,
+    lambda tf, x: tf.negative(x), "tf.negative", "-x", operator="u-",
+)
+unary("exp", np.exp, lambda g, ans, x: g * ans, lambda tf, x: tf.exp(x), "tf.exp", "e ** x")
+unary(
+    "log", np.log, lambda g, ans, x: g / x,
+    lambda tf, x: tf.math.log(x), "tf.math.log", "natural logarithm",
+)
+unary(
+    "sqrt", np.sqrt, lambda g, ans, x: g * 0.5 / ans,
+    lambda tf, x: tf.sqrt(x), "tf.sqrt", "square root",
+)
+unary(
+    "abs", np.abs, lambda g, ans, x: g * np.sign(x),
+    lambda tf, x: tf.abs(x), "tf.abs", "absolute value; abs'(0) = 0", kink="zero",
+)
+unary(
+    "square", np.square, lambda g, ans, x: g * 2 * x,
+    lambda tf, x: tf.square(x), "tf.square", "x * x",
+)
+unary("sin", np.sin, lambda g, ans, x: g * np.cos(x), lambda tf, x: tf.sin(x), "tf.sin", "sine")
+unary(
+    "cos", np.cos, lambda g, ans, x: -g * np.sin(x),
+    lambda tf, x: tf.cos(x), "tf.cos", "cosine",
+)
+unary(
+    "tanh", np.tanh, lambda g, ans, x: g * (1 - ans * ans),
+    lambda tf, x: tf.tanh(x), "tf.tanh", "hyperbolic tangent",
+)
+unary(
+    "sigmoid", lambda x: 1 / (1 + np.exp(-x)), lambda g, ans, x: g * ans * (1 - ans),
+    lambda tf, x: tf.sigmoid(x), "tf.sigmoid", "logistic function 1 / (1 + e ** -x)",
+)
+unary(
+    "relu", lambda x: np.maximum(x, 0), lambda g, ans, x: g * (x > 0),
+    lambda tf, x: tf.nn.relu(x), "tf.nn.relu", "max(x, 0); relu'(0) = 0", kink="zero",
+)

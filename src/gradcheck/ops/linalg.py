@@ -1,0 +1,45 @@
+"""Matrix multiplication with broadcast batch axes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .broadcast import broadcast_shapes, fmt_shape
+from .registry import Op, Shape, ShapeError, register
+
+
+def _matmul_shape(a: Shape, b: Shape) -> Shape:
+    if len(a) < 2 or len(b) < 2:
+        raise ShapeError(
+            f"needs rank >= 2 on both sides, got shapes {fmt_shape(a)} and {fmt_shape(b)}"
+        )
+    if a[-1] != b[-2]:
+        raise ShapeError(f"inner dimensions {a[-1]} and {b[-2]} differ")
+    try:
+        batch = broadcast_shapes(a[:-2], b[:-2])
+    except ShapeError as e:
+        raise ShapeError(f"batch axes: {e}") from None
+    return (*batch, a[-2], b[-1])
+
+
+def matrix_t(x: np.ndarray) -> np.ndarray:
+    """Swap the last two axes only: the transpose a batched matmul's VJP needs."""
+    return np.swapaxes(x, -1, -2)
+
+
+register(
+    Op(
+        name="matmul",
+        params=("a", "b"),
+        shape=_matmul_shape,
+        forward=np.matmul,
+        vjps=(
+            lambda g, ans, a, b: g @ matrix_t(b),
+            lambda g, ans, a, b: matrix_t(a) @ g,
+        ),
+        tf=lambda tf, a, b: tf.linalg.matmul(a, b),
+        tf_name="tf.linalg.matmul",
+        doc="a @ b over the last two axes; the batch axes broadcast",
+        operator="@",
+    )
+)

@@ -1,0 +1,40 @@
+"""Neural-network ops over one axis."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .broadcast import normalize_axis
+from .registry import Op, Shape, register
+
+
+def _axis_shape(x: Shape, axis: object = -1) -> Shape:
+    normalize_axis(axis, len(x))
+    return x
+
+
+def _softmax(x, axis):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def _log_softmax(x, axis):
+    shifted = x - np.max(x, axis=axis, keepdims=True)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+
+
+register(Op(
+    name="softmax", params=("x",), attrs={"axis": -1}, shape=_axis_shape,
+    forward=_softmax,
+    # The Jacobian is diag(s) - s s^T; its VJP needs the whole row, not just the diagonal.
+    vjps=(lambda g, ans, x, axis: ans * (g - np.sum(g * ans, axis=axis, keepdims=True)),),
+    tf=lambda tf, x, axis: tf.nn.softmax(x, axis=axis), tf_name="tf.nn.softmax",
+    doc="exp(x) / sum(exp(x)) along axis",
+))
+register(Op(
+    name="log_softmax", params=("x",), attrs={"axis": -1}, shape=_axis_shape,
+    forward=_log_softmax,
+    vjps=(lambda g, ans, x, axis: g - np.exp(ans) * np.sum(g, axis=axis, keepdims=True),),
+    tf=lambda tf, x, axis: tf.nn.log_softmax(x, axis=axis), tf_name="tf.nn.log_softmax",
+    doc="x - logsumexp(x) along axis",
+))

@@ -1,0 +1,106 @@
+"""The op registry: the one table every other part of gradcheck reads.
+
+An op is declared once, as an `Op`: its tensor parameters and keyword attributes,
+a shape rule, a NumPy forward, one NumPy VJP per parameter and a TensorFlow
+builder. The expression parser, the shape checker, the builtin engine, the
+TensorFlow reference, `gradcheck ops` and the fault catalogue all look ops up here,
+so adding an op is one `register(Op(...))` call plus its tests.
+
+Conventions shared by every declaration:
+
+* ``shape(*arg_shapes, **attrs)`` returns the output shape or raises `ShapeError`
+  with a message that makes sense after the node's text
+  (``matmul(h, w2): inner dimensions 4 and 3 differ``). It also validates attributes.
+* ``forward(*args, **attrs)`` computes the value with NumPy.
+* ``vjps[i](g, ans, *args, **attrs)`` returns the vector-Jacobian product for
+  parameter ``i``: ``g`` is the output's cotangent and ``ans`` the forward value.
+  A VJP may return a gradient in the *broadcast* shape; the builtin engine sums it
+  back to the argument's shape with `unbroadcast`, once, for every op.
+* ``tf(tf, *args, **attrs)`` builds the op from the TensorFlow module it is given,
+  so that nothing here imports TensorFlow.
+* Variadic ops (``concat``, ``stack``) take one list parameter. Their single VJP
+  receives the list and the position ``i`` of the element being differentiated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+Shape = tuple[int, ...]
+VJP = Callable[..., Any]
+
+
+class ShapeError(ValueError):
+    """An op cannot be applied to arguments of these shapes, or to these attributes."""
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    params: tuple[str, ...]
+    shape: Callable[..., Shape]
+    forward: Callable[..., Any]
+    vjps: tuple[VJP, ...]
+    tf: Callable[..., Any]
+    tf_name: str
+    doc: str
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+    operator: str | None = None
+    variadic: bool = False
+    # Which diagnosis family the op belongs to: "kink" ops have points where
+    # TensorFlow picks a subgradient, and the diagnosis says which convention.
+    kink: str | None = None
+
+    def __post_init__(self) -> None:
+        expected = 1 if self.variadic else len(self.params)
+        if len(self.vjps) != expected:
+            raise TypeError(f"op {self.name}: {len(self.vjps)} VJPs for {expected} parameters")
+        object.__setattr__(self, "attrs", MappingProxyType(dict(self.attrs)))
+
+    @property
+    def signature(self) -> str:
+        params = [f"[{p}, ...]" if self.variadic else p for p in self.params]
+        attrs = [f"{k}={v!r}" for k, v in self.attrs.items()]
+        return f"{self.name}({', '.join(params + attrs)})"
+
+    def resolve_attrs(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        """The op's attributes with defaults filled in; unknown names raise `ShapeError`."""
+        unknown = sorted(set(given) - set(self.attrs))
+        if unknown:
+            allowed = ", ".join(self.attrs) or "none"
+            raise ShapeError(f"unknown attribute {unknown[0]!r} (allowed: {allowed})")
+        return {**self.attrs, **given}
+
+
+_REGISTRY: dict[str, Op] = {}
+
+
+def register(op: Op) -> Op:
+    if op.name in _REGISTRY:
+        raise ValueError(f"op {op.name!r} is declared twice")
+    _REGISTRY[op.name] = op
+    return op
+
+
+def get_op(name: str) -> Op:
+    """The op called `name`; a `KeyError` with the known names when there is none."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown op {name!r}; known ops: {', '.join(sorted(_REGISTRY))}") from None
+
+
+def has_op(name: str) -> bool:
+    return name in _REGISTRY
+
+
+def all_ops() -> Iterator[Op]:
+    return iter(_REGISTRY.values())
+
+
+def operator_ops() -> dict[str, Op]:
+    """Ops reachable through a Python operator, keyed by the operator's symbol."""
+    return {op.operator: op for op in _REGISTRY.values() if op.operator}

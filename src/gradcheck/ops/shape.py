@@ -1,0 +1,195 @@
+"""Ops that move elements around without changing them."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .broadcast import broadcast_shapes, fmt_shape, normalize_axes, normalize_axis, unbroadcast
+from .registry import Op, Shape, ShapeError, register
+
+
+def _int_list(value: object, what: str) -> list[int]:
+    items = value if isinstance(value, (list, tuple)) else None
+    if items is None or any(isinstance(v, bool) or not isinstance(v, int) for v in items):
+        raise ShapeError(f"{what} must be a list of integers, got {value!r}")
+    return list(items)
+
+
+def _reshape_shape(x: Shape, shape: object = None) -> Shape:
+    target = _int_list(shape, "shape")
+    if target.count(-1) > 1 or any(d < -1 for d in target):
+        raise ShapeError(f"shape {target} may hold one -1 and otherwise sizes >= 0")
+    size, known = math.prod(x), math.prod(d for d in target if d != -1)
+    if -1 in target:
+        if known == 0 or size % known:
+            raise ShapeError(f"cannot reshape {fmt_shape(x)} into {target}")
+        target[target.index(-1)] = size // known
+    if math.prod(target) != size:
+        raise ShapeError(f"cannot reshape {fmt_shape(x)} ({size} elements) into {target}")
+    return tuple(target)
+
+
+def _perm(perm: object, ndim: int) -> list[int]:
+    if perm is None:
+        return list(reversed(range(ndim)))
+    order = _int_list(perm, "perm")
+    if sorted(order) != list(range(ndim)):
+        raise ShapeError(f"perm {order} is not a permutation of the {ndim} axes")
+    return order
+
+
+def _transpose_shape(x: Shape, perm: object = None) -> Shape:
+    return tuple(x[i] for i in _perm(perm, len(x)))
+
+
+def _matrix_transpose_shape(x: Shape) -> Shape:
+    if len(x) < 2:
+        raise ShapeError(f"needs rank >= 2, got shape {fmt_shape(x)}")
+    return (*x[:-2], x[-1], x[-2])
+
+
+def _expand_dims_shape(x: Shape, axis: object = 0) -> Shape:
+    at = normalize_axis(axis, len(x) + 1)
+    return (*x[:at], 1, *x[at:])
+
+
+def _squeeze_axes(x: Shape, axis: object) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(i for i, d in enumerate(x) if d == 1)
+    axes = normalize_axes(axis, len(x))
+    for i in axes:
+        if x[i] != 1:
+            raise ShapeError(f"cannot squeeze axis {i} of size {x[i]}")
+    return axes
+
+
+def _squeeze_shape(x: Shape, axis: object = None) -> Shape:
+    axes = _squeeze_axes(x, axis)
+    return tuple(d for i, d in enumerate(x) if i not in axes)
+
+
+def _broadcast_to_shape(x: Shape, shape: object = None) -> Shape:
+    target = tuple(_int_list(shape, "shape"))
+    if broadcast_shapes(x, target) != target:
+        raise ShapeError(f"cannot broadcast {fmt_shape(x)} to {fmt_shape(target)}")
+    return target
+
+
+def _concat_shape(shapes: list[Shape], axis: object = 0) -> Shape:
+    first = shapes[0]
+    at = normalize_axis(axis, len(first))
+    for s in shapes[1:]:
+        if len(s) != len(first) or any(a != b for i, (a, b) in enumerate(zip(s, first)) if i != at):
+            listed = ", ".join(fmt_shape(s) for s in shapes)
+            raise ShapeError(f"shapes {listed} differ off axis {at}")
+    return (*first[:at], sum(s[at] for s in shapes), *first[at + 1 :])
+
+
+def _stack_shape(shapes: list[Shape], axis: object = 0) -> Shape:
+    first = shapes[0]
+    if any(s != first for s in shapes):
+        raise ShapeError("shapes " + ", ".join(fmt_shape(s) for s in shapes) + " differ")
+    at = normalize_axis(axis, len(first) + 1)
+    return (*first[:at], len(shapes), *first[at:])
+
+
+def _concat_vjp(g, ans, xs, i, axis):
+    start = sum(x.shape[axis] for x in xs[:i])
+    return np.take(g, range(start, start + xs[i].shape[axis]), axis=axis)
+
+
+def _getitem_shape(x: Shape, index: object = ()) -> Shape:
+    # Index a zero-strided view: the shape comes out without allocating the array.
+    try:
+        return np.broadcast_to(np.zeros((), np.int8), x)[index].shape
+    except (IndexError, ValueError, TypeError) as e:
+        raise ShapeError(f"index {format_index(index)} does not apply to shape {fmt_shape(x)}: {e}")
+
+
+def _getitem_vjp(g, ans, x, index):
+    # Basic indexing never repeats an element, so assignment is the adjoint.
+    out = np.zeros_like(x)
+    out[index] = g
+    return out
+
+
+def format_index(index: tuple) -> str:
+    def one(i: object) -> str:
+        if i is None:
+            return "None"
+        if i is Ellipsis:
+            return "..."
+        if isinstance(i, slice):
+            text = ("" if i.start is None else str(i.start)) + ":"
+            text += "" if i.stop is None else str(i.stop)
+            return text + ("" if i.step is None else f":{i.step}")
+        return str(i)
+
+    return "[" + ", ".join(one(i) for i in index) + "]"
+
+
+register(Op(
+    name="reshape", params=("x",), attrs={"shape": None}, shape=_reshape_shape,
+    forward=lambda x, shape: np.reshape(x, shape),
+    vjps=(lambda g, ans, x, shape: np.reshape(g, x.shape),),
+    tf=lambda tf, x, shape: tf.reshape(x, shape), tf_name="tf.reshape",
+    doc="same elements, new shape (one -1 is inferred)",
+))
+register(Op(
+    name="transpose", params=("x",), attrs={"perm": None}, shape=_transpose_shape,
+    forward=lambda x, perm: np.transpose(x, perm),
+    vjps=(lambda g, ans, x, perm: np.transpose(g, np.argsort(_perm(perm, x.ndim))),),
+    tf=lambda tf, x, perm: tf.transpose(x, perm), tf_name="tf.transpose",
+    doc="permute axes; perm=None reverses all of them, like NumPy and TensorFlow",
+))
+register(Op(
+    name="matrix_transpose", params=("x",), shape=_matrix_transpose_shape,
+    forward=lambda x: np.swapaxes(x, -1, -2),
+    vjps=(lambda g, ans, x: np.swapaxes(g, -1, -2),),
+    tf=lambda tf, x: tf.linalg.matrix_transpose(x), tf_name="tf.linalg.matrix_transpose",
+    doc="swap the last two axes only",
+))
+register(Op(
+    name="expand_dims", params=("x",), attrs={"axis": 0}, shape=_expand_dims_shape,
+    forward=lambda x, axis: np.expand_dims(x, axis),
+    vjps=(lambda g, ans, x, axis: np.reshape(g, x.shape),),
+    tf=lambda tf, x, axis: tf.expand_dims(x, axis), tf_name="tf.expand_dims",
+    doc="insert a size-1 axis at axis",
+))
+register(Op(
+    name="squeeze", params=("x",), attrs={"axis": None}, shape=_squeeze_shape,
+    forward=lambda x, axis: np.squeeze(x, _squeeze_axes(x.shape, axis)),
+    vjps=(lambda g, ans, x, axis: np.reshape(g, x.shape),),
+    tf=lambda tf, x, axis: tf.squeeze(x, axis), tf_name="tf.squeeze",
+    doc="remove size-1 axes (all of them when axis=None)",
+))
+register(Op(
+    name="broadcast_to", params=("x",), attrs={"shape": None}, shape=_broadcast_to_shape,
+    forward=lambda x, shape: np.broadcast_to(x, shape),
+    vjps=(lambda g, ans, x, shape: unbroadcast(g, x.shape),),
+    tf=lambda tf, x, shape: tf.broadcast_to(x, shape), tf_name="tf.broadcast_to",
+    doc="broadcast x to shape",
+))
+register(Op(
+    name="concat", params=("values",), attrs={"axis": 0}, shape=_concat_shape, variadic=True,
+    forward=lambda xs, axis: np.concatenate(xs, axis=axis),
+    vjps=(lambda g, ans, xs, i, axis: _concat_vjp(g, ans, xs, i, axis % g.ndim),),
+    tf=lambda tf, xs, axis: tf.concat(xs, axis), tf_name="tf.concat",
+    doc="join along an existing axis",
+))
+register(Op(
+    name="stack", params=("values",), attrs={"axis": 0}, shape=_stack_shape, variadic=True,
+    forward=lambda xs, axis: np.stack(xs, axis=axis),
+    vjps=(lambda g, ans, xs, i, axis: np.take(g, i, axis=axis),),
+    tf=lambda tf, xs, axis: tf.stack(xs, axis), tf_name="tf.stack",
+    doc="join along a new axis",
+))
+register(Op(
+    name="getitem", params=("x",), attrs={"index": ()}, shape=_getitem_shape,
+    forward=lambda x, index: x[index],
+    vjps=(_getitem_vjp,),
+    tf=lambda tf, x, index: x[index], tf_name="tf.Tensor.__getitem__",
+    doc="basic indexing x[...]: ints, slices, None and ...",
+))

@@ -1,0 +1,134 @@
+"""What a run produces: one `CaseResult` per case, with its inputs' comparisons and hints.
+
+Every reporter (rich, JSON, JUnit) reads these objects; nothing else is shared.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+Status = Literal["passed", "failed", "error", "skipped", "invalid"]
+Confidence = Literal["exact", "likely", "possible"]
+CONFIDENCE_RANK = {"exact": 0, "likely": 1, "possible": 2}
+
+
+@dataclass
+class Hint:
+    """One explanation of a difference (SPEC §6): a stable code, what, how to fix, how sure."""
+
+    code: str
+    message: str
+    fix: str
+    confidence: Confidence
+    op: str | None = None
+    node: str | None = None
+    arg: int | None = None
+    axes: list[int] | None = None
+    factor: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "code": self.code,
+            "message": self.message,
+            "fix": self.fix,
+            "confidence": self.confidence,
+        }
+        for key in ("op", "node", "arg", "axes", "factor"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+
+@dataclass
+class Comparison:
+    """How an engine's array compares with the reference's under the case's tolerance."""
+
+    status: Literal["passed", "failed"]
+    reference_shape: tuple[int, ...]
+    engine_shape: tuple[int, ...]
+    max_abs_diff: float
+    max_rel_diff: float
+    mismatched: int
+    size: int
+    worst_index: tuple[int, ...] | None = None
+    reference: np.ndarray | None = None
+    engine: np.ndarray | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+
+@dataclass
+class InputResult:
+    name: str
+    comparison: Comparison
+    hints: list[Hint] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        return self.comparison.status
+
+
+@dataclass
+class NodeResult:
+    """Localisation: one op node checked alone (SPEC §6)."""
+
+    node: str
+    op: str
+    status: Literal["passed", "failed", "error", "skipped"]
+    args: list[int] = field(default_factory=list)
+
+
+@dataclass
+class CaseResult:
+    name: str
+    file: str
+    line: int
+    status: Status
+    expr: str = ""
+    message: str = ""
+    forward: Comparison | None = None
+    inputs: list[InputResult] = field(default_factory=list)
+    nodes: list[NodeResult] = field(default_factory=list)
+    hints: list[Hint] = field(default_factory=list)
+    duration_s: float = 0.0
+    traceback: str | None = None
+    tags: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return self.status in ("passed", "skipped")
+
+    @property
+    def location(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass
+class RunResult:
+    engine: str
+    reference: str
+    cases: list[CaseResult]
+    duration_s: float
+
+    def count(self, status: str) -> int:
+        return sum(1 for c in self.cases if c.status == status)
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        counts = {s: self.count(s) for s in ("passed", "failed", "error", "skipped", "invalid")}
+        return {**counts, "duration_s": round(self.duration_s, 3)}
+
+    @property
+    def exit_code(self) -> int:
+        """SPEC §5: 2 for an invalid case file, else 1 for any failure or error, else 0."""
+        if self.count("invalid"):
+            return 2
+        if self.count("failed") or self.count("error"):
+            return 1
+        return 0
