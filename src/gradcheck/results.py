@@ -50,8 +50,8 @@ class Comparison:
     status: Literal["passed", "failed"]
     reference_shape: tuple[int, ...]
     engine_shape: tuple[int, ...]
-    max_abs_diff: float
-    max_rel_diff: float
+    max_abs_diff: float | None  # None when the shapes differ
+    max_rel_diff: float | None
     mismatched: int
     size: int
     worst_index: tuple[int, ...] | None = None

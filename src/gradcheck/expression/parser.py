@@ -20,8 +20,13 @@ MAX_DEPTH = 200
 
 _BINOPS = {ast.MatMult: "@", ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
 _UNSUPPORTED_BINOPS = {
-    ast.FloorDiv: "//", ast.Mod: "%", ast.LShift: "<<", ast.RShift: ">>",
-    ast.BitOr: "|", ast.BitXor: "^", ast.BitAnd: "&",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.BitAnd: "&",
 }
 _FORBIDDEN = {
     ast.Attribute: "attribute access is not allowed; call an op by its name",
@@ -67,7 +72,8 @@ class _Parser:
         except SyntaxError as e:
             raise ExpressionError(f"syntax error: {e.msg}", e.lineno or 1) from None
         except (RecursionError, MemoryError):
-            raise ExpressionError(f"expression is nested more than {MAX_DEPTH} levels deep")
+            message = f"expression is nested more than {MAX_DEPTH} levels deep"
+            raise ExpressionError(message) from None
         if not tree.body:
             raise ExpressionError("the expression is empty")
         *assignments, last = tree.body
@@ -127,7 +133,8 @@ class _Parser:
             if symbol is None:
                 raise ExpressionError(
                     f"{self._text(node)}: operator {_UNSUPPORTED_BINOPS[type(node.op)]} "
-                    "is not supported (use @ + - * / ** or an op)", node.lineno
+                    "is not supported (use @ + - * / ** or an op)",
+                    node.lineno,
                 )
             args = [self._node(node.left, depth + 1), self._node(node.right, depth + 1)]
             return self._apply(node, self.operators[symbol], args, {})
@@ -135,8 +142,12 @@ class _Parser:
             if isinstance(node.op, ast.UAdd):
                 return self._node(node.operand, depth + 1)
             if isinstance(node.op, ast.USub):
-                return self._apply(node, self.operators["u-"], [self._node(node.operand, depth + 1)], {})
-            raise ExpressionError(f"{self._text(node)}: only unary - and + are allowed", node.lineno)
+                return self._apply(
+                    node, self.operators["u-"], [self._node(node.operand, depth + 1)], {}
+                )
+            raise ExpressionError(
+                f"{self._text(node)}: only unary - and + are allowed", node.lineno
+            )
         if isinstance(node, ast.Call):
             return self._call(node, depth)
         if isinstance(node, ast.Subscript):
@@ -145,7 +156,8 @@ class _Parser:
         if isinstance(node, (ast.List, ast.Tuple)):
             raise ExpressionError(
                 f"{self._text(node)}: a list is only allowed as the first argument of concat "
-                "or stack, or as an attribute", node.lineno
+                "or stack, or as an attribute",
+                node.lineno,
             )
         reason = _FORBIDDEN.get(type(node), f"{type(node).__name__} is not allowed")
         raise ExpressionError(f"{self._text(node)}: {reason}", node.lineno)
@@ -163,7 +175,9 @@ class _Parser:
         if has_op(name):
             raise ExpressionError(f"{name} is an op; call it, as in {name}(x)", node.lineno)
         known = ", ".join([*self.input_shapes, *self.bindings]) or "none"
-        raise ExpressionError(f"undefined name {name!r} (inputs and bindings: {known})", node.lineno)
+        raise ExpressionError(
+            f"undefined name {name!r} (inputs and bindings: {known})", node.lineno
+        )
 
     def _call(self, node: ast.Call, depth: int) -> Node:
         if not isinstance(node.func, ast.Name):
@@ -186,7 +200,10 @@ class _Parser:
             raise ExpressionError(
                 f"{self._text(node)}: too many arguments for {op.signature}", node.lineno
             )
-        attrs = {name: _literal(value, self._text(value)) for name, value in zip(op.attrs, extra)}
+        attrs = {
+            name: _literal(value, self._text(value))
+            for name, value in zip(op.attrs, extra, strict=False)
+        }
         for kw in node.keywords:
             if kw.arg is None:
                 raise ExpressionError(f"{self._text(node)}: **kwargs are not allowed", node.lineno)
@@ -232,7 +249,8 @@ class _Parser:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ExpressionError(
                 f"{self._text(node)}: only basic indexing is supported "
-                "(integers, slices, None and ...)", node.lineno
+                "(integers, slices, None and ...)",
+                node.lineno,
             )
         return value
 
@@ -253,7 +271,9 @@ def _number(node: ast.expr) -> int | float:
     sign = -1 if _is_negative_number(node) else 1
     value = node.operand.value if sign < 0 else node.value  # type: ignore[attr-defined]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ExpressionError(f"{ast.unparse(node)}: only numeric literals are allowed", node.lineno)
+        raise ExpressionError(
+            f"{ast.unparse(node)}: only numeric literals are allowed", node.lineno
+        )
     return sign * value
 
 

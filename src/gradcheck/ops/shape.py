@@ -81,7 +81,8 @@ def _concat_shape(shapes: list[Shape], axis: object = 0) -> Shape:
     first = shapes[0]
     at = normalize_axis(axis, len(first))
     for s in shapes[1:]:
-        if len(s) != len(first) or any(a != b for i, (a, b) in enumerate(zip(s, first)) if i != at):
+        off_axis = [(a, b) for i, (a, b) in enumerate(zip(s, first, strict=False)) if i != at]
+        if len(s) != len(first) or any(a != b for a, b in off_axis):
             listed = ", ".join(fmt_shape(s) for s in shapes)
             raise ShapeError(f"shapes {listed} differ off axis {at}")
     return (*first[:at], sum(s[at] for s in shapes), *first[at + 1 :])
@@ -105,7 +106,9 @@ def _getitem_shape(x: Shape, index: object = ()) -> Shape:
     try:
         return np.broadcast_to(np.zeros((), np.int8), x)[index].shape
     except (IndexError, ValueError, TypeError) as e:
-        raise ShapeError(f"index {format_index(index)} does not apply to shape {fmt_shape(x)}: {e}")
+        raise ShapeError(
+            f"index {format_index(index)} does not apply to shape {fmt_shape(x)}: {e}"
+        ) from None
 
 
 def _getitem_vjp(g, ans, x, index):

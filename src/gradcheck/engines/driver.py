@@ -1,0 +1,164 @@
+"""Drive any engine through an expression: build it, read the forward value, ask for gradients.
+
+Whatever an engine raises or returns wrongly becomes an `EngineFailure` carrying the
+engine's traceback tail, so the runner can report it against the case and go on.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..expression import Expression, Node
+
+_PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
+TRACEBACK_FRAMES = 4
+
+
+class Unsupported(Exception):
+    """The engine has no method for an op the expression uses."""
+
+
+class EngineFailure(Exception):
+    """The engine raised, or returned something that is not the gradient asked for."""
+
+    def __init__(self, message: str, traceback_tail: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.traceback_tail = traceback_tail
+
+
+@dataclass
+class EngineRun:
+    forward: np.ndarray
+    grads: dict[str, np.ndarray]
+    grads_again: dict[str, np.ndarray] | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def missing_ops(engine: Any, expression: Expression) -> list[str]:
+    needed = dict.fromkeys(n.op.name for n in expression.op_nodes if n.op)
+    return [name for name in needed if not callable(getattr(engine, name, None))]
+
+
+def run_engine(
+    engine: Any,
+    expression: Expression,
+    inputs: Mapping[str, np.ndarray],
+    wrt: Sequence[str],
+    cotangent: np.ndarray,
+    *,
+    ask_twice: bool = False,
+) -> EngineRun:
+    """Build `expression` in `engine` and differentiate it with respect to `wrt`."""
+    missing = missing_ops(engine, expression)
+    if missing:
+        raise Unsupported(f"engine has no method for {', '.join(missing)}")
+    dtype = cotangent.dtype
+    built = _build(engine, expression, inputs, set(wrt), dtype)
+    output = built[expression.output]
+    forward = as_array(_call("value", engine.value, output), "value(output)")
+    run = EngineRun(forward, {})
+
+    def ask(names: Sequence[str]) -> dict[str, np.ndarray]:
+        nodes = [built[expression.lookup(n)] for n in names]
+        result = _call("grad", engine.grad, output, nodes, cotangent.copy())
+        return _check_grads(result, names)
+
+    try:
+        run.grads = ask(wrt)
+    except EngineFailure as failure:
+        # SPEC §4: an engine may refuse gradients with respect to intermediate nodes.
+        leaves = [n for n in wrt if n in expression.inputs]
+        if len(leaves) == len(wrt):
+            raise
+        run.grads = ask(leaves)
+        wrt = leaves
+        run.notes.append(
+            f"engine cannot differentiate with respect to intermediate nodes: {failure.message}"
+        )
+    if ask_twice:
+        run.grads_again = ask(wrt)
+    return run
+
+
+def _build(
+    engine: Any, expression: Expression, inputs: Mapping[str, np.ndarray], wrt: set[str], dtype
+) -> dict[Node, Any]:
+    make_constant = getattr(engine, "constant", None)
+    built: dict[Node, Any] = {}
+    for node in expression.nodes:
+        if node.is_input:
+            # A copy, so that an engine that writes into its inputs cannot change the reference's.
+            value = np.array(inputs[node.name])
+            if node.name in wrt or make_constant is None:
+                built[node] = _call("leaf", engine.leaf, node.name, value)
+            else:
+                built[node] = _call("constant", make_constant, value)
+        elif node.is_literal:
+            value = np.asarray(node.literal, dtype=dtype)
+            if make_constant is None:  # an engine without constants gets an extra leaf
+                built[node] = _call("leaf", engine.leaf, f"literal{node.index}", value)
+            else:
+                built[node] = _call("constant", make_constant, value)
+        else:
+            op = node.op
+            args = [built[a] for a in node.args]
+            method = getattr(engine, op.name)
+            call_args = [args] if op.variadic else args
+            built[node] = _call(node.text, method, *call_args, **node.attrs)
+    return built
+
+
+def _call(what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    try:
+        return fn(*args, **kwargs)
+    except Exception as e:
+        raise EngineFailure(f"{what} raised {type(e).__name__}: {e}", traceback_tail(e)) from e
+
+
+def traceback_tail(error: BaseException, frames: int = TRACEBACK_FRAMES) -> str:
+    """The last frames of an engine's traceback, without gradcheck's own frames."""
+    stack = [
+        f
+        for f in traceback.extract_tb(error.__traceback__)
+        if not f.filename.startswith(_PACKAGE_DIR)
+    ]
+    lines = traceback.format_list(stack[-frames:])
+    lines += traceback.format_exception_only(type(error), error)
+    return "".join(lines).rstrip()
+
+
+def as_array(value: Any, what: str) -> np.ndarray:
+    """An engine's result as a float64 array, or an `EngineFailure` saying what is wrong with it."""
+    if value is None:
+        raise EngineFailure(f"{what} returned None")
+    try:
+        array = np.asarray(value)
+        if array.dtype.kind not in "biuf":
+            array = array.astype(np.float64)  # bfloat16 and friends; fails for non-numbers
+        return array.astype(np.float64)
+    except (TypeError, ValueError) as e:
+        raise EngineFailure(
+            f"{what} returned {type(value).__name__}, which is not a numeric array ({e})"
+        ) from None
+
+
+def _check_grads(result: Any, names: Sequence[str]) -> dict[str, np.ndarray]:
+    if isinstance(result, (list, tuple)):
+        grads = list(result)
+    else:
+        raise EngineFailure(
+            f"grad returned {type(result).__name__}; expected a list of {len(names)} arrays, "
+            f"one per wrt node ({', '.join(names)})"
+        )
+    if len(grads) != len(names):
+        raise EngineFailure(
+            f"grad returned {len(grads)} arrays for {len(names)} wrt nodes ({', '.join(names)})"
+        )
+    return {name: as_array(g, f"grad for {name}") for name, g in zip(names, grads, strict=True)}
