@@ -7,3 +7,16 @@ class GradcheckError(Exception):
 
 class UsageError(GradcheckError):
     """A command line that cannot be acted on: a bad option, engine or path."""
+
+
+class CaseFileError(UsageError):
+    """A case file, or a path that should hold some, cannot be used.
+
+    `message` says what is wrong and `line` (1-based) where, when known; reporters
+    print ``file:line: message``.
+    """
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line

@@ -109,14 +109,14 @@ binary(
 binary(
     "maximum", np.maximum,
     lambda g, ans, a, b: g * (a >= b),
-    lambda g, ans, a, b: g * (a < b),
+    lambda g, ans, a, b: g * np.logical_not(a >= b),  # not `a < b`: with NaN, TF gives b
     lambda tf, a, b: tf.maximum(a, b), "tf.maximum",
     "elementwise max; at a tie the gradient goes to a", kink="tie",
 )
 binary(
     "minimum", np.minimum,
     lambda g, ans, a, b: g * (a <= b),
-    lambda g, ans, a, b: g * (a > b),
+    lambda g, ans, a, b: g * np.logical_not(a <= b),  # not `a > b`: with NaN, TF gives b
     lambda tf, a, b: tf.minimum(a, b), "tf.minimum",
     "elementwise min; at a tie the gradient goes to a", kink="tie",
 )

@@ -56,7 +56,7 @@ def _expand_dims_shape(x: Shape, axis: object = 0) -> Shape:
 
 
 def _squeeze_axes(x: Shape, axis: object) -> tuple[int, ...]:
-    if axis is None:
+    if axis is None or axis == [] or axis == ():  # TensorFlow: an empty list squeezes all
         return tuple(i for i, d in enumerate(x) if d == 1)
     axes = normalize_axes(axis, len(x))
     for i in axes:

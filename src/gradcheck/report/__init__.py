@@ -1,0 +1,22 @@
+"""The three report formats (SPEC §5, §7): rich for people, JSON for tools, JUnit for CI."""
+
+from gradcheck.report.json_report import to_dict, to_json
+from gradcheck.report.junit_report import to_junit
+from gradcheck.report.rich_report import (
+    headline,
+    plain_text,
+    render,
+    render_case,
+    summary_line,
+)
+
+__all__ = [
+    "headline",
+    "plain_text",
+    "render",
+    "render_case",
+    "summary_line",
+    "to_dict",
+    "to_json",
+    "to_junit",
+]

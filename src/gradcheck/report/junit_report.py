@@ -1,0 +1,68 @@
+"""JUnit XML (SPEC §7) for CI servers: one testcase per case, the rich report as its text."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+from gradcheck.report.rich_report import headline, plain_text
+from gradcheck.results import CaseResult, RunResult
+
+# XML 1.0 cannot hold most control characters at all (not even escaped), and engine
+# tracebacks may carry ANSI colour codes; ElementTree would write them verbatim.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def to_junit(run: RunResult) -> str:
+    """The run as a JUnit XML document (failed -> failure; error, invalid -> error)."""
+    counts = {
+        "tests": str(len(run.cases)),
+        "failures": str(run.count("failed")),
+        "errors": str(run.count("error") + run.count("invalid")),
+        "skipped": str(run.count("skipped")),
+        "time": _seconds(run.duration_s),
+    }
+    root = ET.Element("testsuites", {"name": "gradcheck", **counts})
+    suite = ET.SubElement(root, "testsuite", {"name": f"gradcheck[{run.engine}]", **counts})
+    properties = ET.SubElement(suite, "properties")
+    for name, value in (("engine", run.engine), ("reference", run.reference)):
+        ET.SubElement(properties, "property", {"name": name, "value": _clean(value)})
+    for case in run.cases:
+        suite.append(_testcase(case))
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True)
+
+
+def _testcase(case: CaseResult) -> ET.Element:
+    element = ET.Element(
+        "testcase",
+        {
+            "classname": _clean(classname(case.file)),
+            "name": _clean(case.name),
+            "time": _seconds(case.duration_s),
+            "file": _clean(case.file),
+            "line": str(case.line),
+        },
+    )
+    if case.status == "skipped":
+        ET.SubElement(element, "skipped", {"message": _clean(case.message)})
+    elif case.status in ("failed", "error", "invalid"):
+        tag = "failure" if case.status == "failed" else "error"
+        kind = case.hints[0].code if case.hints else case.status
+        child = ET.SubElement(element, tag, {"message": _clean(headline(case)), "type": kind})
+        child.text = _clean(plain_text(case))
+    return element
+
+
+def classname(path: str) -> str:
+    """`cases/nn/mlp.yaml` -> `cases.nn.mlp`: how CI servers group tests into packages."""
+    stem = re.sub(r"\.ya?ml$", "", path.replace("\\", "/"))
+    return ".".join(part for part in stem.split("/") if part not in ("", "."))
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def _clean(text: str) -> str:
+    return _NOT_XML.sub("\ufffd", text)

@@ -1,0 +1,351 @@
+"""Human-readable report (SPEC §5): a line per passing case, a diagnosis per failing one.
+
+Everything that comes from a user (case names, expressions, messages, engine
+tracebacks) is wrapped in `Text`, never handed to rich as a string, so `[red]` in a
+case name is printed as written instead of being parsed as markup. Colour is left
+to rich, which drops it for `NO_COLOR` and for output that is not a terminal.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+
+import numpy as np
+from rich import box
+from rich.console import Console, Group, RenderableType
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from gradcheck.results import CaseResult, Comparison, Hint, RunResult
+
+STATUS_WORD = {
+    "passed": "PASSED",
+    "failed": "FAILED",
+    "error": "ERROR",
+    "skipped": "SKIPPED",
+    "invalid": "INVALID",
+}
+STATUS_STYLE = {
+    "passed": "green",
+    "failed": "bold red",
+    "error": "bold red",
+    "skipped": "yellow",
+    "invalid": "bold magenta",
+}
+CONFIDENCE_STYLE = {"exact": "bold green", "likely": "yellow", "possible": "dim"}
+
+# Arrays up to this many elements are printed in verbose mode; larger ones would
+# scroll the diagnosis off the screen.
+ARRAY_PRINT_LIMIT = 64
+# The last lines of an engine traceback name the call that failed; `-v` and the JSON
+# report keep the whole thing.
+TRACEBACK_TAIL_LINES = 12
+INDENT = 2
+
+
+def render(run: RunResult, console: Console, *, verbose: bool = False, quiet: bool = False) -> None:
+    """Print the whole run: every case (only failures when `quiet`), then the summary."""
+    if not quiet:
+        console.print(
+            Text(f"gradcheck: engine {run.engine}, reference {run.reference}", style="dim")
+        )
+    for case in run.cases:
+        if quiet and case.passed:
+            continue
+        render_case(case, console, verbose)
+    console.print(Text(summary_line(run), style=_summary_style(run)))
+
+
+def render_case(case: CaseResult, console: Console, verbose: bool = False) -> None:
+    """Print one case: a single line when it passed or was skipped, else its diagnosis."""
+    for renderable in _case_renderables(case, verbose, console.width):
+        console.print(renderable)
+
+
+def plain_text(case: CaseResult, *, width: int = 80) -> str:
+    """The same report for one case without colour or markup (JUnit, pytest plugin)."""
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        width=width,
+        color_system=None,
+        force_terminal=False,
+        no_color=True,
+        emoji=False,
+        highlight=False,
+    )
+    render_case(case, console, verbose=False)
+    # rich pads every line of a multi-line block to the block's width; plain text
+    # (a CI log, an XML attribute's neighbour) is easier to read and diff without it.
+    lines = [line.rstrip() for line in buffer.getvalue().splitlines()]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def summary_line(run: RunResult) -> str:
+    """pytest-style totals: `1 failed, 12 passed, 2 skipped in 0.84s` (zero counts left out)."""
+    parts = []
+    for status in ("failed", "error", "invalid", "passed", "skipped"):
+        count = run.count(status)
+        if count:
+            noun = "errors" if status == "error" and count > 1 else status
+            parts.append(f"{count} {noun}")
+    counts = ", ".join(parts) or "no cases ran"
+    return f"{counts} in {run.duration_s:.2f}s"
+
+
+def _summary_style(run: RunResult) -> str:
+    bad = any(run.count(status) for status in ("failed", "error", "invalid"))
+    return "bold red" if bad else "bold green"
+
+
+def headline(case: CaseResult) -> str:
+    """One line saying why a case did not pass: its top hint, else its message."""
+    if case.hints:
+        top = case.hints[0]
+        return f"{top.code}: {top.message}"
+    return case.message or case.status
+
+
+# --- one case -------------------------------------------------------------------------
+
+
+def _case_renderables(case: CaseResult, verbose: bool, width: int) -> Iterator[RenderableType]:
+    if case.status == "passed":
+        yield _status_line(case, case_id=f"{case.file}::{case.name}", detail=_duration(case))
+        if verbose:
+            yield from _comparisons(case, verbose, width)
+            yield Text()
+    elif case.status == "skipped":
+        yield _status_line(
+            case, case_id=f"{case.file}::{case.name}", detail=_user_text(case.message, "yellow")
+        )
+    elif case.status == "invalid":
+        yield _status_line(case, case_id=_invalid_location(case), detail=Text())
+    elif case.status == "error":
+        yield _status_line(case, case_id=_full_id(case), detail=_duration(case))
+        yield from _error_body(case, verbose)
+    else:
+        yield _status_line(case, case_id=_full_id(case), detail=_duration(case))
+        yield from _failure_body(case, verbose, width)
+
+
+def _status_line(case: CaseResult, *, case_id: str, detail: Text) -> Text:
+    # Pad to the longest word (SKIPPED/INVALID) so the case ids line up.
+    line = Text.assemble(
+        (f"{STATUS_WORD[case.status]:<7}", STATUS_STYLE[case.status]), " ", case_id
+    )
+    if detail:
+        line.append("  ")
+        line.append_text(detail)
+    return line
+
+
+def _full_id(case: CaseResult) -> str:
+    return f"{case.location}::{case.name}"
+
+
+def _invalid_location(case: CaseResult) -> str:
+    # Case-file errors usually already start with `file:line:` (SPEC §3); don't repeat it.
+    if case.message.startswith(case.location):
+        return case.message
+    return f"{case.location}: {case.message}"
+
+
+def _user_text(text: str, style: str = "") -> Text:
+    """Engine messages and tracebacks as inert text.
+
+    They may carry ANSI colour codes (coloured exception messages); decoding them into
+    styles lets rich drop them for NO_COLOR and files instead of passing raw escapes on.
+    """
+    return Text.from_ansi(text, style=style)
+
+
+def _duration(case: CaseResult) -> Text:
+    return Text(f"{case.duration_s:.2f}s", style="dim")
+
+
+def _indented(renderable: RenderableType, level: int = 1) -> Padding:
+    # expand=False: padding to the full width would leave trailing spaces on every line.
+    return Padding(renderable, (0, 0, 0, INDENT * level), expand=False)
+
+
+def _failure_body(case: CaseResult, verbose: bool, width: int) -> Iterator[RenderableType]:
+    if case.expr:
+        yield _indented(Text.assemble(("expr ", "dim"), (case.expr, "cyan")))
+    if case.message:
+        yield _indented(_user_text(case.message))
+    yield from _comparisons(case, verbose, width)
+    if verbose and case.nodes:
+        yield _nodes(case)
+    yield from _hint_blocks(case)
+    yield Text()
+
+
+def _error_body(case: CaseResult, verbose: bool) -> Iterator[RenderableType]:
+    if case.expr:
+        yield _indented(Text.assemble(("expr ", "dim"), (case.expr, "cyan")))
+    yield _indented(_user_text(case.message or "engine error", style="red"))
+    if case.traceback:
+        lines = case.traceback.rstrip().splitlines()
+        if not verbose:
+            lines = lines[-TRACEBACK_TAIL_LINES:]
+        yield _indented(_user_text("\n".join(lines), style="dim"))
+    yield Text()
+
+
+# --- comparisons ----------------------------------------------------------------------
+
+
+def _comparisons(case: CaseResult, verbose: bool, width: int) -> Iterator[RenderableType]:
+    """The input table (forward row first when it failed), then arrays when verbose."""
+    rows: list[tuple[str, Comparison]] = []
+    # A wrong forward value makes every gradient suspect, so it leads the table.
+    if case.forward is not None and (verbose or not case.forward.passed):
+        rows.append(("(forward)", case.forward))
+    rows += [(i.name, i.comparison) for i in case.inputs if verbose or not i.comparison.passed]
+    if not rows:
+        return
+    yield _indented(_comparison_table(rows))
+    if verbose:
+        for name, comparison in rows:
+            yield _indented(_arrays(name, comparison, width - INDENT))
+
+
+def _comparison_table(rows: list[tuple[str, Comparison]]) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
+    table.add_column("input", overflow="fold")
+    table.add_column("ref shape", overflow="fold")
+    table.add_column("engine shape", overflow="fold")
+    table.add_column("max abs", justify="right", no_wrap=True)
+    table.add_column("max rel", justify="right", no_wrap=True)
+    table.add_column("mismatched", justify="right", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    for name, c in rows:
+        shape_style = "" if c.reference_shape == c.engine_shape else "bold red"
+        table.add_row(
+            Text(name, style="bold"),
+            Text(_shape(c.reference_shape)),
+            Text(_shape(c.engine_shape), style=shape_style),
+            Text(_number(c.max_abs_diff)),
+            Text(_number(c.max_rel_diff)),
+            Text(f"{c.mismatched}/{c.size}"),
+            Text(c.status, style=STATUS_STYLE[c.status]),
+        )
+    return table
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return "scalar" if len(shape) == 0 else str(tuple(shape))
+
+
+def _number(value: float | None) -> str:
+    # None: no meaningful value (e.g. shapes differ); NaN/inf print as numpy does.
+    return "-" if value is None else f"{value:.3g}"
+
+
+def _arrays(name: str, comparison: Comparison, width: int) -> RenderableType:
+    """Reference, engine and difference side by side, for arrays small enough to read."""
+    reference, engine = comparison.reference, comparison.engine
+    title = Text.assemble((name, "bold"), " arrays")
+    if comparison.worst_index is not None:
+        title.append(f", worst at index {tuple(comparison.worst_index)}", style="dim")
+    if reference is None or engine is None:
+        return title.append(": not recorded", style="dim")
+    reference, engine = np.asarray(reference), np.asarray(engine)
+    if max(reference.size, engine.size) > ARRAY_PRINT_LIMIT:
+        return title.append(f": too large to print (> {ARRAY_PRINT_LIMIT} elements)", "dim")
+
+    blocks = {"reference": reference, "engine": engine}
+    if reference.shape == engine.shape:
+        # inf - inf is NaN, which is exactly what the difference should show there.
+        with np.errstate(invalid="ignore", over="ignore"):
+            blocks["engine - reference"] = engine - reference
+    column_width = max(12, (width - 2 * (len(blocks) - 1)) // len(blocks))
+    grid = Table(
+        box=None,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 2),
+        title=title,
+        title_justify="left",
+        header_style="dim",
+    )
+    for heading in blocks:
+        grid.add_column(heading, overflow="fold")
+    grid.add_row(*(Text(_array_text(a, column_width)) for a in blocks.values()))
+    return grid
+
+
+def _array_text(array: np.ndarray, width: int) -> str:
+    return np.array2string(array, precision=4, max_line_width=width, suppress_small=True)
+
+
+def _nodes(case: CaseResult) -> RenderableType:
+    lines = Text()
+    lines.append("nodes checked alone:", style="dim")
+    for node in case.nodes:
+        lines.append("\n  ")
+        lines.append(f"{node.status:<7}", style=STATUS_STYLE.get(node.status, ""))
+        lines.append(f" {node.node}")
+        if node.args:
+            lines.append(f"  (args {', '.join(map(str, node.args))})", style="dim")
+    return _indented(lines)
+
+
+# --- hints ----------------------------------------------------------------------------
+
+
+def _hint_blocks(case: CaseResult) -> Iterator[RenderableType]:
+    """The top hint in full, the case's other hints compactly, then input-only hints.
+
+    Hints arrive ordered strongest first (SPEC §7); the report keeps that order so it
+    agrees with the JSON report about which explanation is the best.
+    """
+    if case.hints:
+        top, *others = case.hints
+        yield _indented(_top_hint(top))
+        if others:
+            yield _indented(_compact_hints("other explanations", others))
+    for result in case.inputs:
+        extra = [hint for hint in result.hints if hint not in case.hints]
+        if extra:
+            yield _indented(_compact_hints(f"input {result.name}", extra))
+
+
+def _top_hint(hint: Hint) -> Table:
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column(overflow="fold")
+    grid.add_row(
+        "hint",
+        Text.assemble(
+            (hint.code, "bold red"),
+            "  ",
+            (hint.confidence, CONFIDENCE_STYLE.get(hint.confidence, "")),
+        ),
+    )
+    grid.add_row("", Text(hint.message))
+    grid.add_row("fix", Text(hint.fix, style="green"))
+    if hint.node:
+        grid.add_row("node", Text(hint.node, style="cyan"))
+    return grid
+
+
+def _compact_hints(heading: str, hints: list[Hint]) -> RenderableType:
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for hint in hints:
+        text = Text.assemble(
+            (hint.code, "bold"),
+            " (",
+            (hint.confidence, CONFIDENCE_STYLE.get(hint.confidence, "")),
+            ") ",
+            hint.message,
+        )
+        text.append("\nfix: ", style="dim")
+        text.append(hint.fix)
+        grid.add_row("-", text)
+    return Group(Text(heading + ":", style="dim"), grid)

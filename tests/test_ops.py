@@ -1,0 +1,562 @@
+"""Every registered op, checked on its own.
+
+Each op is checked three ways on a table of cases (op, argument shapes, attributes,
+input generator):
+
+* its NumPy forward and shape rule against the TensorFlow builder's value;
+* each VJP (after `unbroadcast`, as the engine applies it) against `tf.GradientTape`;
+* each VJP against central finite differences, an oracle that owes nothing to TF.
+
+Then TensorFlow's subgradient conventions at kinks and ties (against TF and against
+the values SPEC §3 states), and the shape rules' errors. Everything runs in float64.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from gradcheck.ops import Op, ShapeError, all_ops, get_op, unbroadcast
+
+Shape = tuple[int, ...]
+Gen = Callable[[np.random.Generator, Sequence[Shape]], list[np.ndarray]]
+
+TF_TOL = {"rtol": 1e-10, "atol": 1e-12}  # same maths in float64, maybe in another order
+FD_TOL = {"rtol": 1e-6, "atol": 1e-7}  # central differences, h = 1e-6
+FD_STEP = 1e-6
+
+
+# --- input generators: (rng, argument shapes) -> argument values -------------------
+
+
+def _normal(rng: np.random.Generator, shape: Shape) -> np.ndarray:
+    return rng.standard_normal(shape)
+
+
+def _positive(rng: np.random.Generator, shape: Shape) -> np.ndarray:
+    """Away from 0, for log, sqrt and pow's base."""
+    return rng.uniform(0.5, 2.0, shape)
+
+
+def _nonzero(rng: np.random.Generator, shape: Shape) -> np.ndarray:
+    """Either sign but at least 0.25 from 0, for relu, abs and divisors."""
+    return rng.choice([-1.0, 1.0], shape) * rng.uniform(0.25, 1.5, shape)
+
+
+def each(*draws: Callable[[np.random.Generator, Shape], np.ndarray]) -> Gen:
+    """Draw argument i with draws[i]; the last draw serves the remaining arguments."""
+
+    def gen(rng: np.random.Generator, shapes: Sequence[Shape]) -> list[np.ndarray]:
+        return [draws[min(i, len(draws) - 1)](rng, s) for i, s in enumerate(shapes)]
+
+    return gen
+
+
+def spaced(rng: np.random.Generator, shapes: Sequence[Shape]) -> list[np.ndarray]:
+    """Values 0.25 apart, shuffled across all arguments: no ties within reach of h."""
+    sizes = [math.prod(s) for s in shapes]
+    pool = rng.permutation(sum(sizes)) * 0.25 - sum(sizes) * 0.125
+    bounds = np.cumsum([0, *sizes])
+    return [pool[lo:hi].reshape(s) for lo, hi, s in zip(bounds, bounds[1:], shapes, strict=False)]
+
+
+NORMAL = each(_normal)
+POSITIVE = each(_positive)
+NONZERO = each(_nonzero)
+
+
+# --- the case table -----------------------------------------------------------------
+
+
+def _fmt_shape(shape: Shape) -> str:
+    return "x".join(map(str, shape)) or "scalar"
+
+
+def _fmt_value(value: Any) -> str:
+    if isinstance(value, tuple):  # a getitem index
+        return "[" + ",".join(_fmt_value(v) for v in value) + "]"
+    if isinstance(value, slice):
+        parts = ["" if p is None else str(p) for p in (value.start, value.stop, value.step)]
+        return ":".join(parts[:2] if value.step is None else parts)
+    if value is Ellipsis:
+        return "..."
+    if isinstance(value, list):
+        return "[" + ",".join(map(str, value)) + "]"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Case:
+    op: str
+    shapes: tuple[Shape, ...]  # one per argument; one per list element for concat/stack
+    attrs: dict[str, Any] = field(default_factory=dict)
+    gen: Gen = NORMAL
+
+    @property
+    def id(self) -> str:
+        shapes = ",".join(_fmt_shape(s) for s in self.shapes)
+        attrs = "".join(f"-{k}={_fmt_value(v)}" for k, v in self.attrs.items())
+        return f"{self.op}-{shapes}{attrs}"
+
+
+def case(op: str, *shapes: Shape, gen: Gen = NORMAL, **attrs: Any) -> Case:
+    return Case(op, tuple(shapes), attrs, gen)
+
+
+BINARY_SHAPES = [
+    ((3, 4), (3, 4)),
+    ((3, 1), (3, 4)),
+    ((2, 3, 4), (4,)),
+    ((4, 1, 3), (2, 3)),
+    ((), (2, 3)),
+    ((2, 3), ()),
+]
+BINARY = {
+    "add": NORMAL,
+    "sub": NORMAL,
+    "mul": NORMAL,
+    "div": each(_normal, _nonzero),
+    "pow": each(_positive, _normal),
+    "maximum": spaced,
+    "minimum": spaced,
+}
+
+UNARY_SHAPES = [(3, 4), (), (2, 1, 3)]
+UNARY = {
+    "neg": NORMAL,
+    "exp": NORMAL,
+    "log": POSITIVE,
+    "sqrt": POSITIVE,
+    "abs": NONZERO,
+    "square": NORMAL,
+    "sin": NORMAL,
+    "cos": NORMAL,
+    "tanh": NORMAL,
+    "sigmoid": NORMAL,
+    "relu": NONZERO,
+}
+
+REDUCTION_CASES: list[tuple[Shape, dict[str, Any]]] = [
+    ((2, 3, 4), {}),
+    ((2, 3, 4), {"keepdims": True}),
+    ((2, 3, 4), {"axis": 1}),
+    ((2, 3, 4), {"axis": -1, "keepdims": True}),
+    ((2, 3, 4), {"axis": [0, 2]}),
+    ((2, 3, 4), {"axis": [-1, 0], "keepdims": True}),
+    ((2, 3, 4), {"axis": [0, 1, 2]}),
+    ((2, 3), {"axis": []}),
+    ((5,), {"axis": 0}),
+    ((), {}),
+]
+REDUCTIONS = {"sum": NORMAL, "mean": NORMAL, "max": spaced, "min": spaced, "logsumexp": NORMAL}
+
+CASES: list[Case] = [
+    *(case(op, *shapes, gen=gen) for op, gen in BINARY.items() for shapes in BINARY_SHAPES),
+    *(case(op, shape, gen=gen) for op, gen in UNARY.items() for shape in UNARY_SHAPES),
+    *(
+        case(op, shape, gen=gen, **attrs)
+        for op, gen in REDUCTIONS.items()
+        for shape, attrs in REDUCTION_CASES
+    ),
+    # matmul: plain, batched, batch axes broadcast (one side, size-1 axes, different ranks)
+    case("matmul", (3, 4), (4, 5)),
+    case("matmul", (2, 3, 4), (4, 5)),
+    case("matmul", (3, 4), (2, 4, 5)),
+    case("matmul", (2, 3, 4), (2, 4, 1)),
+    case("matmul", (2, 1, 3, 4), (5, 4, 2)),
+    case("matmul", (1, 3, 2), (4, 2, 3)),
+    # nn
+    *(
+        case(op, shape, **attrs)
+        for op in ("softmax", "log_softmax")
+        for shape, attrs in [
+            ((2, 3, 4), {}),
+            ((2, 3, 4), {"axis": 0}),
+            ((2, 3, 4), {"axis": -2}),
+            ((5,), {}),
+            ((3, 1), {"axis": 1}),
+        ]
+    ),
+    # shape ops
+    case("reshape", (2, 3, 4), shape=[6, 4]),
+    case("reshape", (2, 3, 4), shape=[-1]),
+    case("reshape", (2, 3, 4), shape=[4, -1, 2]),
+    case("reshape", (6,), shape=[2, 1, 3]),
+    case("reshape", (), shape=[1, 1]),
+    case("reshape", (1, 1), shape=[]),
+    case("transpose", (2, 3, 4)),
+    case("transpose", (2, 3, 4), perm=[1, 0, 2]),
+    case("transpose", (2, 3, 4), perm=[2, 0, 1]),
+    case("transpose", (2, 3, 4, 5), perm=[3, 1, 0, 2]),
+    case("transpose", (3, 4)),
+    case("transpose", (5,)),
+    case("matrix_transpose", (3, 4)),
+    case("matrix_transpose", (2, 3, 4)),
+    case("matrix_transpose", (2, 1, 3, 4)),
+    case("expand_dims", (2, 3)),
+    case("expand_dims", (2, 3), axis=2),
+    case("expand_dims", (2, 3), axis=-1),
+    case("expand_dims", (2, 3), axis=-3),
+    case("expand_dims", (), axis=0),
+    case("squeeze", (1, 3, 1, 2)),
+    case("squeeze", (1, 3, 1, 2), axis=0),
+    case("squeeze", (1, 3, 1, 2), axis=-2),
+    case("squeeze", (1, 3, 1, 2), axis=[0, 2]),
+    case("squeeze", (1, 3, 1, 2), axis=[]),
+    case("squeeze", (1,)),
+    case("squeeze", (3, 2)),
+    case("broadcast_to", (3, 1), shape=[2, 3, 4]),
+    case("broadcast_to", (4,), shape=[3, 4]),
+    case("broadcast_to", (), shape=[2, 2]),
+    case("broadcast_to", (2, 1, 3), shape=[2, 4, 3]),
+    case("broadcast_to", (1, 3), shape=[1, 3]),
+    case("concat", (2, 3), (4, 3)),
+    case("concat", (2, 3), (2, 1), (2, 2), axis=1),
+    case("concat", (2, 3), (2, 2), axis=-1),
+    case("concat", (2, 3, 4), (2, 1, 4), (2, 2, 4), axis=1),
+    case("concat", (2, 3, 4), (2, 3, 4), axis=-3),
+    case("concat", (3,)),
+    case("stack", (2, 3), (2, 3)),
+    case("stack", (2, 3), (2, 3), (2, 3), axis=1),
+    case("stack", (2, 3), (2, 3), axis=2),
+    case("stack", (2, 3), (2, 3), (2, 3), axis=-1),
+    case("stack", (2, 3), (2, 3), axis=-3),
+    case("stack", (), (), ()),
+    *(
+        case("getitem", (3, 4, 5), index=index)
+        for index in [
+            (1,),
+            (-1,),
+            (0, 1, 2),
+            (0, slice(1, 3), -2),
+            (slice(None, None, 2),),
+            (slice(1, None), slice(None, None, -1)),
+            (slice(4, 0, -2), slice(-3, None)),
+            (Ellipsis, 0),
+            (Ellipsis, slice(None, None, 2)),
+            (None,),
+            (None, Ellipsis, None),
+            (slice(None, None, -2), None, 1),
+            (1, Ellipsis, slice(1, -1)),
+            (),
+        ]
+    ),
+]
+PARAMS = [pytest.param(c, id=c.id) for c in CASES]
+
+
+# --- calling an op uniformly (variadic ops take one list) ---------------------------
+
+
+def _args(case: Case) -> tuple[Op, dict[str, Any], list[np.ndarray], np.random.Generator]:
+    op = get_op(case.op)
+    rng = np.random.default_rng(zlib.crc32(case.id.encode()))
+    args = [np.asarray(a, dtype=np.float64) for a in case.gen(rng, case.shapes)]
+    assert [a.shape for a in args] == list(case.shapes)
+    return op, op.resolve_attrs(case.attrs), args, rng
+
+
+def op_shape(op: Op, shapes: Sequence[Shape], attrs: dict[str, Any]) -> Shape:
+    return op.shape(list(shapes), **attrs) if op.variadic else op.shape(*shapes, **attrs)
+
+
+def op_forward(op: Op, args: Sequence[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+    out = op.forward(list(args), **attrs) if op.variadic else op.forward(*args, **attrs)
+    return np.asarray(out)
+
+
+def op_vjp(
+    op: Op, i: int, g: np.ndarray, ans: np.ndarray, args: Sequence[np.ndarray], attrs: dict
+) -> np.ndarray:
+    """The gradient for argument i, summed back to its shape as the engine does."""
+    if op.variadic:
+        raw = op.vjps[0](g, ans, list(args), i, **attrs)
+    else:
+        raw = op.vjps[i](g, ans, *args, **attrs)
+    return unbroadcast(np.asarray(raw), args[i].shape)
+
+
+def tf_value_and_grads(
+    op: Op, args: Sequence[np.ndarray], attrs: dict[str, Any], cotangent: np.ndarray | None
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """TensorFlow's value and `tape.gradient` for every argument (cotangent None: ones)."""
+    xs = [tf.constant(a, dtype=tf.float64) for a in args]
+    with tf.GradientTape() as tape:
+        for x in xs:
+            tape.watch(x)
+        out = op.tf(tf, xs, **attrs) if op.variadic else op.tf(tf, *xs, **attrs)
+    assert out.dtype == tf.float64
+    cot = tf.ones_like(out) if cotangent is None else tf.constant(cotangent, dtype=tf.float64)
+    grads = tape.gradient(
+        out, xs, output_gradients=cot, unconnected_gradients=tf.UnconnectedGradients.ZERO
+    )
+    return out.numpy(), [tf.convert_to_tensor(g).numpy() for g in grads]
+
+
+def fd_vjp(
+    op: Op, i: int, cot: np.ndarray, args: Sequence[np.ndarray], attrs: dict[str, Any]
+) -> np.ndarray:
+    """vdot(cot, f(x + h e_j) - f(x - h e_j)) / 2h for every element j of argument i."""
+    grad = np.zeros_like(args[i])
+    for j in np.ndindex(args[i].shape):
+        plus, minus = [a.copy() for a in args], [a.copy() for a in args]
+        plus[i][j] += FD_STEP
+        minus[i][j] -= FD_STEP
+        diff = op_forward(op, plus, attrs) - op_forward(op, minus, attrs)
+        grad[j] = np.vdot(cot, diff) / (2 * FD_STEP)
+    return grad
+
+
+# --- coverage -------------------------------------------------------------------------
+
+
+def test_every_registered_op_has_cases() -> None:
+    """A newly registered op without a row in CASES fails here."""
+    assert {c.op for c in CASES} == {op.name for op in all_ops()}
+
+
+def test_every_op_has_several_cases() -> None:
+    counts = {name: sum(c.op == name for c in CASES) for name in {c.op for c in CASES}}
+    assert all(n >= 3 for n in counts.values()), counts
+
+
+def test_case_ids_are_unique() -> None:
+    ids = [c.id for c in CASES]
+    assert len(ids) == len(set(ids))
+
+
+# --- forward, VJP vs TensorFlow, VJP vs finite differences ----------------------------
+
+
+@pytest.mark.parametrize("case", PARAMS)
+def test_forward_and_shape_match_tensorflow(case: Case) -> None:
+    op, attrs, args, _ = _args(case)
+    ans = op_forward(op, args, attrs)
+    want, _ = tf_value_and_grads(op, args, attrs, None)
+    assert op_shape(op, case.shapes, attrs) == ans.shape == want.shape
+    assert ans.dtype == np.float64
+    np.testing.assert_allclose(ans, want, **TF_TOL)
+
+
+@pytest.mark.parametrize("case", PARAMS)
+def test_vjps_match_tensorflow(case: Case) -> None:
+    op, attrs, args, rng = _args(case)
+    ans = op_forward(op, args, attrs)
+    cot = rng.standard_normal(ans.shape)
+    _, want = tf_value_and_grads(op, args, attrs, cot)
+    for i, arg in enumerate(args):
+        got = op_vjp(op, i, cot, ans, args, attrs)
+        assert got.shape == arg.shape, f"argument {i}"
+        np.testing.assert_allclose(got, want[i], **TF_TOL, err_msg=f"argument {i}")
+
+
+@pytest.mark.parametrize("case", PARAMS)
+def test_vjps_match_finite_differences(case: Case) -> None:
+    op, attrs, args, rng = _args(case)
+    ans = op_forward(op, args, attrs)
+    cot = rng.standard_normal(ans.shape)
+    for i in range(len(args)):
+        got = op_vjp(op, i, cot, ans, args, attrs)
+        want = fd_vjp(op, i, cot, args, attrs)
+        np.testing.assert_allclose(got, want, **FD_TOL, err_msg=f"argument {i}")
+
+
+# --- subgradient conventions at kinks and ties (against TF, not FD) -------------------
+
+
+@dataclass(frozen=True)
+class Kink:
+    op: str
+    name: str
+    args: tuple[Any, ...]  # literal argument values
+    expect: tuple[Any, ...]  # each argument's gradient with a cotangent of ones
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+
+KINKS = [
+    Kink("relu", "relu'(0)=0", ([-1.0, -0.0, 0.0, 2.0],), ([0.0, 0.0, 0.0, 1.0],)),
+    Kink("abs", "abs'(0)=0", ([-1.5, -0.0, 0.0, 2.0],), ([-1.0, 0.0, 0.0, 1.0],)),
+    Kink(
+        "maximum",
+        "ties-to-a",
+        ([1.0, 2.0, 3.0, -1.0], [1.0, 0.0, 3.0, 5.0]),
+        ([1.0, 1.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]),
+    ),
+    Kink(
+        "maximum",
+        "broadcast-ties-to-a",
+        ([[1.0], [2.0]], [1.0, 2.0, 1.0]),
+        ([[2.0], [3.0]], [0.0, 1.0, 0.0]),
+    ),
+    Kink(
+        "maximum",
+        "nan",
+        ([np.nan, 1.0, 2.0], [1.0, np.nan, 2.0]),
+        ([0.0, 0.0, 1.0], [1.0, 1.0, 0.0]),
+    ),
+    Kink(
+        "minimum",
+        "ties-to-a",
+        ([1.0, 2.0, 3.0, 6.0], [1.0, 5.0, 3.0, 5.0]),
+        ([1.0, 1.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]),
+    ),
+    Kink(
+        "minimum",
+        "broadcast-ties-to-a",
+        ([[1.0], [2.0]], [1.0, 2.0, 1.0]),
+        ([[3.0], [1.0]], [1.0, 0.0, 1.0]),
+    ),
+    Kink(
+        "minimum",
+        "nan",
+        ([np.nan, 1.0, 2.0], [1.0, np.nan, 2.0]),
+        ([0.0, 0.0, 1.0], [1.0, 1.0, 0.0]),
+    ),
+    Kink(
+        "max",
+        "ties-split-rows",
+        ([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]],),
+        ([[0.0, 0.5, 0.5], [1 / 3, 1 / 3, 1 / 3]],),
+        {"axis": 1},
+    ),
+    Kink(
+        "max",
+        "ties-split-all",
+        ([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]],),
+        ([[0.0, 0.5, 0.5], [0.0, 0.0, 0.0]],),
+    ),
+    Kink(
+        "max",
+        "ties-split-keepdims",
+        ([[1.0, 3.0, 3.0], [2.0, 3.0, 2.0]],),
+        ([[0.0, 0.5, 1.0], [1.0, 0.5, 0.0]],),
+        {"axis": 0, "keepdims": True},
+    ),
+    Kink(
+        "min",
+        "ties-split-rows",
+        ([[1.0, 1.0, 3.0], [2.0, 2.0, 2.0]],),
+        ([[0.5, 0.5, 0.0], [1 / 3, 1 / 3, 1 / 3]],),
+        {"axis": -1},
+    ),
+    Kink(
+        "min",
+        "all-equal",
+        ([[2.0, 2.0], [2.0, 2.0]],),
+        ([[0.25, 0.25], [0.25, 0.25]],),
+        {"axis": [0, 1]},
+    ),
+    Kink(
+        # The exponent's gradient is 0 where base <= 0 (NaN where the power is NaN);
+        # the base's gradient follows b * a ** (b - 1), inf and NaN included.
+        "pow",
+        "base<=0",
+        ([-2.0, -1.0, 0.0, 0.0, 0.0, 1.5, -1.0], [2.0, 3.0, 2.0, 0.5, 0.0, 1.0, 0.5]),
+        (
+            [-4.0, 3.0, 0.0, np.inf, np.nan, 1.0, np.nan],
+            [0.0, 0.0, 0.0, 0.0, 0.0, 1.5 * np.log(1.5), np.nan],
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize("kink", [pytest.param(k, id=f"{k.op}-{k.name}") for k in KINKS])
+def test_subgradient_conventions_match_tensorflow(kink: Kink) -> None:
+    op = get_op(kink.op)
+    attrs = op.resolve_attrs(kink.attrs)
+    args = [np.asarray(a, dtype=np.float64) for a in kink.args]
+    with np.errstate(all="ignore"):
+        ans = op_forward(op, args, attrs)
+        got = [op_vjp(op, i, np.ones_like(ans), ans, args, attrs) for i in range(len(args))]
+    want_ans, want = tf_value_and_grads(op, args, attrs, None)
+    np.testing.assert_allclose(ans, want_ans, **TF_TOL)
+    for i in range(len(args)):
+        np.testing.assert_allclose(got[i], want[i], **TF_TOL, err_msg=f"vs TF, argument {i}")
+        np.testing.assert_allclose(got[i], kink.expect[i], **TF_TOL, err_msg=f"argument {i}")
+
+
+def test_every_kink_op_has_kink_cases() -> None:
+    assert {op.name for op in all_ops() if op.kink} <= {k.op for k in KINKS}
+
+
+# --- shape-rule errors ----------------------------------------------------------------
+
+SHAPE_ERRORS = [
+    # (op, argument shapes, attrs, message)
+    ("matmul", [(2, 3, 4), (3, 5)], {}, "inner dimensions 4 and 3 differ"),
+    ("matmul", [(3,), (3, 4)], {}, "needs rank >= 2 on both sides, got shapes (3,) and (3, 4)"),
+    ("matmul", [(2, 3, 4), (3, 4, 5)], {}, "batch axes: shapes (2,) and (3,) do not broadcast"),
+    ("add", [(3, 4), (4, 3)], {}, "shapes (3, 4) and (4, 3) do not broadcast"),
+    ("maximum", [(2, 3), (2,)], {}, "shapes (2, 3) and (2,) do not broadcast"),
+    ("transpose", [(2, 3, 4)], {"perm": [1, 0]}, "perm [1, 0] is not a permutation of the 3 axes"),
+    ("transpose", [(2, 3)], {"perm": [0, 0]}, "perm [0, 0] is not a permutation of the 2 axes"),
+    ("transpose", [(2, 3)], {"perm": 1}, "perm must be a list of integers, got 1"),
+    ("matrix_transpose", [(3,)], {}, "needs rank >= 2, got shape (3,)"),
+    ("reshape", [(2, 3)], {"shape": [4, 2]}, "cannot reshape (2, 3) (6 elements) into [4, 2]"),
+    ("reshape", [(2, 3)], {"shape": [4, -1]}, "cannot reshape (2, 3) into [4, -1]"),
+    ("reshape", [(2, 3)], {"shape": [-1, -1]}, "shape [-1, -1] may hold one -1"),
+    ("reshape", [(2, 3)], {}, "shape must be a list of integers, got None"),
+    ("squeeze", [(1, 3)], {"axis": 1}, "cannot squeeze axis 1 of size 3"),
+    ("squeeze", [(1, 3)], {"axis": 2}, "axis 2 is out of range for rank 2"),
+    ("sum", [(2, 3)], {"axis": 2}, "axis 2 is out of range for rank 2"),
+    ("mean", [(2, 3)], {"axis": [0, -3]}, "axis -3 is out of range for rank 2"),
+    ("max", [(2, 3)], {"axis": [0, -2]}, "axis [0, -2] names the same axis twice"),
+    ("logsumexp", [(2, 3)], {"axis": 1.5}, "axis must be an integer, got 1.5"),
+    ("min", [(2, 3)], {"keepdims": 1}, "keepdims must be true or false, got 1"),
+    ("softmax", [()], {}, "axis -1 is out of range for rank 0"),
+    ("log_softmax", [(2, 3)], {"axis": 2}, "axis 2 is out of range for rank 2"),
+    ("expand_dims", [(2, 3)], {"axis": 3}, "axis 3 is out of range for rank 3"),
+    ("expand_dims", [(2, 3)], {"axis": -4}, "axis -4 is out of range for rank 3"),
+    ("broadcast_to", [(3,)], {"shape": [2, 4]}, "shapes (3,) and (2, 4) do not broadcast"),
+    ("broadcast_to", [(2, 3)], {"shape": [3]}, "cannot broadcast (2, 3) to (3,)"),
+    ("concat", [(2, 3), (3, 4)], {}, "shapes (2, 3), (3, 4) differ off axis 0"),
+    ("concat", [(2, 3), (2, 3, 1)], {"axis": 1}, "shapes (2, 3), (2, 3, 1) differ off axis 1"),
+    ("concat", [(2, 3), (2, 3)], {"axis": 2}, "axis 2 is out of range for rank 2"),
+    ("stack", [(2, 3), (3, 2)], {}, "shapes (2, 3), (3, 2) differ"),
+    ("stack", [(2, 3), (2, 3)], {"axis": -4}, "axis -4 is out of range for rank 3"),
+    ("getitem", [(3, 4)], {"index": (5,)}, "index [5] does not apply to shape (3, 4)"),
+    ("getitem", [(3, 4)], {"index": (0, 0, 0)}, "index [0, 0, 0] does not apply to shape (3, 4)"),
+    ("getitem", [(3, 4)], {"index": (Ellipsis, Ellipsis)}, "index [..., ...] does not apply"),
+    ("getitem", [(3, 4)], {"index": (slice(None, None, 0),)}, "index [::0] does not apply"),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "shapes", "attrs", "message"),
+    [
+        pytest.param(*row, id=f"{row[0]}-{','.join(_fmt_shape(s) for s in row[1])}-{row[3]}")
+        for row in SHAPE_ERRORS
+    ],
+)
+def test_shape_rule_errors(
+    name: str, shapes: list[Shape], attrs: dict[str, Any], message: str
+) -> None:
+    op = get_op(name)
+    with pytest.raises(ShapeError, match=re.escape(message)):
+        op_shape(op, shapes, op.resolve_attrs(attrs))
+
+
+@pytest.mark.parametrize(
+    ("name", "given", "message"),
+    [
+        ("sum", {"axes": 1}, "unknown attribute 'axes' (allowed: axis, keepdims)"),
+        ("relu", {"axis": 0}, "unknown attribute 'axis' (allowed: none)"),
+        ("transpose", {"perm": None, "shape": [2]}, "unknown attribute 'shape' (allowed: perm)"),
+    ],
+)
+def test_unknown_attributes_are_rejected(name: str, given: dict[str, Any], message: str) -> None:
+    with pytest.raises(ShapeError, match=re.escape(message)):
+        get_op(name).resolve_attrs(given)
+
+
+def test_resolve_attrs_fills_defaults() -> None:
+    assert get_op("sum").resolve_attrs({"axis": 1}) == {"axis": 1, "keepdims": False}
+    assert get_op("softmax").resolve_attrs({}) == {"axis": -1}
