@@ -13,6 +13,7 @@ from ..errors import UsageError
 from .builtin import BuiltinEngine
 from .driver import traceback_tail
 from .protocol import EngineFactory
+from .tensorflow import silenced_stderr
 
 DEFAULT_CLASS = "Engine"
 
@@ -59,7 +60,8 @@ def _load_file(path: Path) -> Any:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses and pickling look their module up here
     try:
-        spec.loader.exec_module(module)
+        with silenced_stderr():  # an engine that imports TensorFlow would print its log noise
+            spec.loader.exec_module(module)
     except Exception as e:
         sys.modules.pop(name, None)
         raise UsageError(f"--engine: importing {path} failed:\n{traceback_tail(e)}") from e
@@ -68,7 +70,8 @@ def _load_file(path: Path) -> Any:
 
 def _load_module(name: str) -> Any:
     try:
-        return importlib.import_module(name)
+        with silenced_stderr():
+            return importlib.import_module(name)
     except ImportError as e:
         raise UsageError(f"--engine: cannot import module {name!r}: {e}") from e
     except Exception as e:

@@ -5,7 +5,7 @@ tensors in reverse topological order (found iteratively, so depth is no limit), 
 each op's VJP for each argument's share of the gradient, sums it back to the
 argument's shape with `unbroadcast`, and accumulates shares where a value fans out.
 
-`vjp_rule`, `reduce_to_shape` and `topological_order` are the seams the fault
+`vjp_rule`, `reduce_to_shape`, `vjp`, `accumulate` and `backward` are the seams the fault
 catalogue overrides in subclasses; the correct path below never branches on a fault.
 """
 
@@ -100,9 +100,7 @@ class BuiltinEngine:
                 if not arg.requires_grad:
                     continue
                 share = self.reduce_to_shape(tensor.op, self.vjp(tensor, i, g), arg.value.shape)
-                # Not `+=`: a VJP may hand back `g` itself, and in-place addition
-                # would then change another tensor's gradient too.
-                grads[arg] = share if arg not in grads else grads[arg] + share
+                self.accumulate(grads, arg, share)
         return grads
 
     def vjp(self, tensor: Tensor, i: int, g: np.ndarray) -> np.ndarray:
@@ -123,3 +121,8 @@ class BuiltinEngine:
 
     def topological_order(self, output: Tensor) -> list[Tensor]:
         return topological_order(output)
+
+    def accumulate(self, grads: dict[Tensor, np.ndarray], arg: Tensor, share: np.ndarray) -> None:
+        # Not `+=`: a VJP may hand back `g` itself, and adding in place would then
+        # change another tensor's gradient too.
+        grads[arg] = share if arg not in grads else grads[arg] + share

@@ -20,7 +20,7 @@ from .protocol import with_op_methods
 
 
 @contextlib.contextmanager
-def _silenced_stderr() -> Iterator[None]:
+def silenced_stderr() -> Iterator[None]:
     """Point fd 2 at /dev/null: absl logs from C++ before any Python setting applies."""
     sys.stderr.flush()
     saved = os.dup(2)
@@ -37,7 +37,7 @@ def _silenced_stderr() -> Iterator[None]:
 def load_tensorflow() -> Any:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # C++ INFO/WARNING lines at import
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # its banner, and bit-for-bit repeatability
-    with _silenced_stderr():
+    with silenced_stderr():
         import tensorflow as tf
 
         tf.constant(0.0)  # the first op initialises the runtime, which logs too

@@ -1,0 +1,270 @@
+"""Value and shape patterns: what relates a wrong gradient to the right one.
+
+Each analysis looks at one failing input: the reference gradient `want`, the engine's
+`got`, and returns hints. A transform that turns `want` into `got` within tolerance
+gives an `exact` hint; looser resemblances are `likely` or `possible`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..cases.model import Tolerance, numpy_dtype
+from ..comparison.compare import close_mask
+from ..ops import unbroadcast
+from ..ops.broadcast import fmt_shape
+from ..results import Hint
+
+ULPS = 16  # differences within this many units in the last place are rounding
+
+
+@dataclass
+class Subject:
+    """One failing input, and what the analyses may compare it with."""
+
+    name: str
+    want: np.ndarray
+    got: np.ndarray
+    tolerance: Tolerance
+    dtype: str
+    others: Mapping[str, np.ndarray]  # the other inputs' reference gradients
+    reduced_sizes: frozenset[int]  # sizes N of the axes that mean/sum reductions reduce
+
+    def close(self, candidate: np.ndarray) -> bool:
+        """Does `candidate` reproduce the engine's numbers?"""
+        if candidate.shape != self.got.shape:
+            return False
+        return bool(close_mask(candidate, self.got, self.tolerance).all())
+
+
+Analysis = Callable[[Subject], Iterator[Hint]]
+
+
+def shape_hints(s: Subject) -> Iterator[Hint]:
+    want, got = s.want.shape, s.got.shape
+    if want == got:
+        return
+    extra = len(got) - len(want)
+    broadcasts = extra >= 0 and all(w in (1, g) for w, g in zip(want, got[extra:], strict=True))
+    if broadcasts:
+        size1 = [i for i, d in enumerate(want) if d == 1 and got[i + extra] != 1]
+        summed = unbroadcast(s.got, want)
+        leading = list(range(extra))
+        if extra == 0:
+            yield Hint(
+                "unbroadcast-size1",
+                f"{s.name}'s gradient has shape {fmt_shape(got)}; {s.name} has shape "
+                f"{fmt_shape(want)}: the axes {size1} where {s.name} has size 1 were not summed",
+                f"also sum over axes {size1} with keepdims=True when unbroadcasting",
+                _confidence(s, summed),
+                axes=size1,
+            )
+        else:
+            kept = [i + extra for i in size1]
+            also = f", then axes {kept} with keepdims=True" if kept else ""
+            yield Hint(
+                "missing-unbroadcast",
+                f"{s.name}'s gradient has the broadcast shape {fmt_shape(got)}; {s.name} has "
+                f"shape {fmt_shape(want)}",
+                f"unbroadcast: sum over the leading axes {leading}{also}",
+                _confidence(s, summed),
+                axes=leading + kept,
+            )
+        return
+    squeezed = tuple(d for d in want if d != 1)
+    if got == squeezed and len(got) < len(want):
+        ones = [i for i, d in enumerate(want) if d == 1]
+        yield Hint(
+            "unbroadcast-size1",
+            f"{s.name}'s gradient has shape {fmt_shape(got)}; {s.name} has shape "
+            f"{fmt_shape(want)}: the size-1 axes {ones} were summed away without keepdims",
+            "sum with keepdims=True over the axes where the input had size 1",
+            "exact" if np.allclose(s.got.reshape(want), s.want) else "likely",
+            axes=ones,
+        )
+        return
+    yield Hint(
+        "shape-mismatch",
+        f"{s.name}'s gradient has shape {fmt_shape(got)}; {s.name} has shape {fmt_shape(want)}"
+        + _shape_relation(want, got),
+        "a gradient must have exactly its input's shape",
+        "exact",
+    )
+
+
+def _shape_relation(want: tuple[int, ...], got: tuple[int, ...]) -> str:
+    if sorted(want) == sorted(got):
+        return " (the same axes in another order: a transpose?)"
+    if math.prod(want) == math.prod(got):
+        return " (the same number of elements: a missing reshape?)"
+    if len(got) < len(want):
+        return " (fewer axes: a reduction without keepdims?)"
+    return ""
+
+
+def _confidence(s: Subject, candidate: np.ndarray) -> str:
+    if candidate.shape == s.want.shape and np.all(close_mask(s.want, candidate, s.tolerance)):
+        return "exact"
+    return "likely"
+
+
+def value_hints(s: Subject) -> Iterator[Hint]:
+    if s.want.shape != s.got.shape:
+        return
+    yield from _nan_hint(s)
+    yield from _precision_hint(s)
+    yield from _zero_hint(s)
+    yield from _scale_hint(s)
+    yield from _transpose_hints(s)
+    yield from _swapped_hint(s)
+
+
+def _nan_hint(s: Subject) -> Iterator[Hint]:
+    want_bad, got_bad = ~np.isfinite(s.want), ~np.isfinite(s.got)
+    if np.array_equal(want_bad, got_bad):
+        return
+    where = "the engine has NaN/Inf where the reference is finite"
+    if np.any(want_bad & ~got_bad):
+        where = "the reference has NaN/Inf where the engine is finite"
+    yield Hint(
+        "nan-mismatch",
+        f"{s.name}: {where} ({int(np.count_nonzero(want_bad != got_bad))} elements)",
+        "look for a division by zero, log or sqrt of 0, or inf - inf in the backward pass",
+        "exact",
+    )
+
+
+def _precision_hint(s: Subject) -> Iterator[Hint]:
+    eps = float(np.finfo(numpy_dtype(s.dtype)).eps)
+    scale = max(float(np.max(np.abs(s.want), initial=0.0)), 1.0)
+    with np.errstate(invalid="ignore"):
+        worst = float(np.nanmax(np.abs(s.got - s.want), initial=0.0))
+    if np.all(np.isfinite(s.got)) and worst <= ULPS * eps * scale:
+        yield Hint(
+            "precision",
+            f"{s.name}: every difference is within {ULPS} ulps of {s.dtype} "
+            f"(max abs diff {worst:.3g}): rounding, not a bug",
+            "loosen the tolerance (tolerance: {rtol:, atol:}) or compute in float64",
+            "likely",
+        )
+
+
+def _zero_hint(s: Subject) -> Iterator[Hint]:
+    zeros = (s.got == 0) & (s.want != 0)
+    if not np.any(zeros):
+        return
+    everywhere = bool(np.all(s.got == 0))
+    yield Hint(
+        "zero-gradient",
+        f"{s.name}'s gradient is zero "
+        + ("everywhere" if everywhere else f"at {int(zeros.sum())} of {zeros.size} elements")
+        + " where the reference is not: the gradient was not propagated",
+        f"check that the backward pass reaches {s.name} and that its contributions are kept",
+        "exact" if everywhere else "possible",
+    )
+
+
+def _scale_hint(s: Subject) -> Iterator[Hint]:
+    norm = float(np.vdot(s.want, s.want))
+    if norm == 0 or not np.isfinite(norm):
+        return
+    factor = float(np.vdot(s.want, s.got)) / norm
+    if not np.isfinite(factor) or abs(factor) < 1e-12 or not s.close(factor * s.want):
+        return
+    if math.isclose(factor, -1.0, rel_tol=1e-6):
+        yield Hint(
+            "sign-flip",
+            f"{s.name}'s gradient is the negated reference",
+            "look for a sign error in a VJP (sub's second argument, div's denominator, neg)",
+            "exact",
+            factor=-1.0,
+        )
+        return
+    yield Hint(
+        "scaled",
+        f"{s.name}'s gradient is {_nice(factor)} × the reference{_scale_reason(s, factor)}",
+        _scale_fix(s, factor),
+        "exact",
+        factor=_nice(factor),
+    )
+
+
+def _nice(factor: float) -> float:
+    for candidate in (round(factor), 1 / round(1 / factor) if abs(factor) < 1 else None):
+        if candidate and math.isclose(factor, candidate, rel_tol=1e-6):
+            return float(candidate)
+    return round(factor, 6)
+
+
+def _reduction_size(s: Subject, factor: float) -> int | None:
+    for n in sorted(s.reduced_sizes):
+        if n > 1 and (
+            math.isclose(factor, n, rel_tol=1e-6) or math.isclose(factor, 1 / n, rel_tol=1e-6)
+        ):
+            return n
+    return None
+
+
+def _scale_reason(s: Subject, factor: float) -> str:
+    if math.isclose(factor, 2.0, rel_tol=1e-6):
+        return ": double counted"
+    n = _reduction_size(s, factor)
+    if n is not None:
+        return f": mean vs sum (N = {n})"
+    return ""
+
+
+def _scale_fix(s: Subject, factor: float) -> str:
+    if math.isclose(factor, 2.0, rel_tol=1e-6):
+        return "a contribution is added twice: check fan-out accumulation and repeated arguments"
+    if _reduction_size(s, factor) is not None:
+        return (
+            "mean's VJP must divide by N, the number of elements each mean averages; sum's must not"
+        )
+    return (
+        f"find the constant factor {_nice(factor)} in the VJPs this input's gradient passes through"
+    )
+
+
+def _transpose_hints(s: Subject) -> Iterator[Hint]:
+    if s.want.ndim < 2:
+        return
+    for i, j in itertools.combinations(range(s.want.ndim), 2):
+        if s.want.shape[i] == s.want.shape[j] and s.close(np.swapaxes(s.want, i, j)):
+            yield Hint(
+                "transposed",
+                f"{s.name}'s gradient is the reference with axes {i} and {j} swapped",
+                "transpose the gradient back; for a batched matmul swap only the last two "
+                "axes (matrix_transpose), never all of them",
+                "exact",
+                axes=[i, j],
+            )
+            return
+    if s.want.ndim > 2 and s.close(np.transpose(s.want)):
+        yield Hint(
+            "transposed",
+            f"{s.name}'s gradient is the reference with every axis reversed",
+            "a full transpose reverses all axes: swap only the two you mean",
+            "exact",
+            axes=list(reversed(range(s.want.ndim))),
+        )
+
+
+def _swapped_hint(s: Subject) -> Iterator[Hint]:
+    for other, grad in s.others.items():
+        if grad.shape == s.got.shape and s.close(grad) and not s.close(s.want):
+            yield Hint(
+                "swapped-gradients",
+                f"{s.name}'s gradient equals the reference gradient of {other}",
+                f"the gradients of {s.name} and {other} are returned in the wrong order "
+                "or computed from the wrong argument",
+                "exact",
+            )
+
+
+ANALYSES: tuple[Analysis, ...] = (shape_hints, value_hints)
