@@ -190,6 +190,23 @@ def ops() -> None:
 
 @app.command()
 @boundary
+def faults() -> None:
+    """The catalogue of known autodiff bugs the diagnosis fingerprints."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from .diagnosis.faults import CATALOGUE
+
+    table = Table(box=None, pad_edge=False, show_lines=False)
+    table.add_column("fault")
+    table.add_column("the bug, and its fix")
+    for fault in CATALOGUE:
+        table.add_row(fault.code, f"{escape(fault.summary)}.\n[dim]fix: {escape(fault.fix)}[/dim]")
+    _console().print(table)
+
+
+@app.command()
+@boundary
 def schema() -> None:
     """The JSON Schema (draft 2020-12) of case files, for editors and validators."""
     from .cases import case_file_schema

@@ -39,6 +39,9 @@ CONFIDENCE_STYLE = {"exact": "bold green", "likely": "yellow", "possible": "dim"
 # Arrays up to this many elements are printed in verbose mode; larger ones would
 # scroll the diagnosis off the screen.
 ARRAY_PRINT_LIMIT = 64
+# A failing input's arrays are shown without -v when they are this small: seeing the
+# wrong numbers next to the right ones is often the whole story.
+FAILING_ARRAY_LIMIT = 27
 # The last lines of an engine traceback name the call that failed; `-v` and the JSON
 # report keep the whole thing.
 TRACEBACK_TAIL_LINES = 12
@@ -199,7 +202,7 @@ def _error_body(case: CaseResult, verbose: bool) -> Iterator[RenderableType]:
 
 
 def _comparisons(case: CaseResult, verbose: bool, width: int) -> Iterator[RenderableType]:
-    """The input table (forward row first when it failed), then arrays when verbose."""
+    """The input table (forward row first when it failed), then arrays to read."""
     rows: list[tuple[str, Comparison]] = []
     # A wrong forward value makes every gradient suspect, so it leads the table.
     if case.forward is not None and (verbose or not case.forward.passed):
@@ -208,8 +211,8 @@ def _comparisons(case: CaseResult, verbose: bool, width: int) -> Iterator[Render
     if not rows:
         return
     yield _indented(_comparison_table(rows))
-    if verbose:
-        for name, comparison in rows:
+    for name, comparison in rows:
+        if verbose or (not comparison.passed and comparison.size <= FAILING_ARRAY_LIMIT):
             yield _indented(_arrays(name, comparison, width - INDENT))
 
 
