@@ -210,7 +210,8 @@ def _node_hints(check: NodeCheck) -> list[Hint]:
                 "op-vjp",
                 f"{node.text}: {op.name}'s VJP for argument {arg} ({argument}) is wrong "
                 "when the node is checked alone on its own inputs",
-                f"fix the gradient of {op.name} with respect to its argument {arg}: {op.signature}",
+                f"fix the gradient of {op.signature} with respect to "
+                f"{op.params[0] if op.variadic else op.params[arg]}",
                 "likely",
                 op=op.name,
                 node=node.text,

@@ -60,7 +60,7 @@ def run_engine(
     if missing:
         raise Unsupported(f"engine has no method for {', '.join(missing)}")
     dtype = cotangent.dtype
-    built = _build(engine, expression, inputs, set(wrt), dtype)
+    built = _build(engine, expression, inputs, _differentiable_inputs(expression, wrt), dtype)
     output = built[expression.output]
     forward = as_array(_call("value", engine.value, output), "value(output)")
     run = EngineRun(forward, {})
@@ -85,6 +85,25 @@ def run_engine(
     if ask_twice:
         run.grads_again = ask(wrt)
     return run
+
+
+def _differentiable_inputs(expression: Expression, wrt: Sequence[str]) -> set[str]:
+    """The inputs to build as leaves: those in `wrt`, and those an intermediate wrt node
+    depends on. An engine records only what involves a leaf (TensorFlow's tape, the
+    builtin engine's `requires_grad`), so a node computed from constants alone would get
+    a zero gradient however the output depends on it."""
+    names = {n for n in wrt if n in expression.inputs}
+    stack = [expression.lookup(n) for n in wrt if n not in expression.inputs]
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.is_input:
+            names.add(node.name)
+        stack.extend(node.args)
+    return names
 
 
 def _build(
@@ -123,12 +142,14 @@ def _call(what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 
 def traceback_tail(error: BaseException, frames: int = TRACEBACK_FRAMES) -> str:
-    """The last frames of an engine's traceback, without gradcheck's own frames."""
-    stack = [
-        f
-        for f in traceback.extract_tb(error.__traceback__)
-        if not f.filename.startswith(_PACKAGE_DIR)
-    ]
+    """The last frames of an engine's traceback: the engine's own code, where it has any.
+
+    gradcheck's frames are dropped, and so are installed libraries' (NumPy's internals
+    rarely say what the engine did wrong) unless nothing else is left.
+    """
+    tb = traceback.extract_tb(error.__traceback__)
+    stack = [f for f in tb if not f.filename.startswith(_PACKAGE_DIR)]
+    stack = [f for f in stack if "site-packages" not in f.filename] or stack
     lines = traceback.format_list(stack[-frames:])
     lines += traceback.format_exception_only(type(error), error)
     return "".join(lines).rstrip()
