@@ -15,7 +15,6 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -27,7 +26,7 @@ from gradcheck.runner import RunOptions, check_case
 REPEATS = 5
 
 
-def hand_written(case: Case, tf) -> None:  # noqa: ANN001
+def hand_written(case: Case, tf) -> None:
     """The check as a user would write it: no driver, no validation, no report."""
     with tf.GradientTape(persistent=True) as tape:
         tensors = {}
@@ -40,11 +39,18 @@ def hand_written(case: Case, tf) -> None:  # noqa: ANN001
             else:
                 args = [tensors[a] for a in node.args]
                 build = node.op.tf
-                tensors[node] = build(tf, args, **node.attrs) if node.op.variadic else build(tf, *args, **node.attrs)
+                tensors[node] = (
+                    build(tf, args, **node.attrs)
+                    if node.op.variadic
+                    else build(tf, *args, **node.attrs)
+                )
     wrt = [case.expression.lookup(n) for n in case.wrt]
-    want = tape.gradient(tensors[case.expression.output], [tensors[n] for n in wrt],
-                         output_gradients=tf.constant(case.cotangent),
-                         unconnected_gradients=tf.UnconnectedGradients.ZERO)
+    want = tape.gradient(
+        tensors[case.expression.output],
+        [tensors[n] for n in wrt],
+        output_gradients=tf.constant(case.cotangent),
+        unconnected_gradients=tf.UnconnectedGradients.ZERO,
+    )
     engine = BuiltinEngine()
     built = {}
     for node in case.expression.nodes:
@@ -59,7 +65,7 @@ def hand_written(case: Case, tf) -> None:  # noqa: ANN001
         np.testing.assert_allclose(g, w.numpy(), rtol=case.tolerance.rtol, atol=case.tolerance.atol)
 
 
-def best_of(fn, *args) -> float:  # noqa: ANN001
+def best_of(fn, *args) -> float:
     times = []
     for _ in range(REPEATS):
         start = time.perf_counter()
@@ -85,8 +91,10 @@ def main(paths: list[str]) -> None:
     print(f"{len(cases)} cases, best of {REPEATS} each")
     print(f"hand-written loop: {base_total * 1e3:8.1f} ms")
     print(f"gradcheck:         {tool_total * 1e3:8.1f} ms")
-    print(f"total ratio {tool_total / base_total:.2f}x; per case median "
-          f"{statistics.median(ratios):.2f}x, worst {max(ratios):.2f}x (target <= 1.3x)")
+    print(
+        f"total ratio {tool_total / base_total:.2f}x; per case median "
+        f"{statistics.median(ratios):.2f}x, worst {max(ratios):.2f}x (target <= 1.3x)"
+    )
 
 
 if __name__ == "__main__":

@@ -1,0 +1,78 @@
+"""What diagnosing a failure costs, measured against checking the same case.
+
+1. The question's case with the question's engine: the time diagnosis adds, after
+   TensorFlow is imported (target: under 1 s).
+2. A small MLP (inputs about 256x256) with a planted bug: a failing check with
+   diagnosis vs the same check with `--no-diagnose` (target: at most 20x).
+
+    python bench/diagnosis.py
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+from gradcheck.cases import Case, load_file
+from gradcheck.diagnosis.faults import FAULTS, FaultyEngine
+from gradcheck.engines.adapters import load_engine
+from gradcheck.engines.tensorflow import load_tensorflow
+from gradcheck.runner import RunOptions, check_case
+
+REPEATS = 3
+MLP_CASE = """
+cases:
+  - name: mlp_planted_bug
+    dtype: float32
+    cotangent: random
+    expr: |
+      h = sigmoid(x @ w1 + b1)
+      log_softmax(h @ w2 + b2, axis=1)
+    inputs:
+      x: {shape: [256, 256], init: normal}
+      w1: {shape: [256, 256], init: normal}
+      b1: {shape: [256], init: normal}
+      w2: {shape: [256, 64], init: normal}
+      b2: {shape: [64], init: normal}
+    tolerance: {rtol: 1e-4, atol: 1e-4}
+"""
+
+
+def best_of(case: Case, factory, options: RunOptions) -> tuple[float, object]:
+    best, result = float("inf"), None
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        result = check_case(case, factory, options)
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def compare(label: str, case: Case, factory) -> float:
+    checked, plain = best_of(case, factory, RunOptions(diagnose=False))
+    diagnosed, result = best_of(case, factory, RunOptions())
+    assert plain.status == "failed" and result.hints, "the bench needs a failing case"
+    print(
+        f"{label}: check {checked * 1e3:.1f} ms, with diagnosis {diagnosed * 1e3:.1f} ms "
+        f"(+{(diagnosed - checked) * 1e3:.1f} ms, {diagnosed / checked:.1f}x); "
+        f"top hint {result.hints[0].code}"
+    )
+    return diagnosed / checked
+
+
+def main() -> None:
+    load_tensorflow()
+    seed = next(c for c in load_file("cases/seed.yaml") if isinstance(c, Case))
+    compare("seed case, seed engine", seed, load_engine("examples/seed_engine.py"))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp, "mlp.yaml")
+        path.write_text(MLP_CASE)
+        mlp = next(c for c in load_file(path) if isinstance(c, Case))
+    ratio = compare(
+        "MLP 256x256, sigmoid.from-input", mlp, lambda: FaultyEngine(FAULTS["sigmoid.from-input"])
+    )
+    print(f"diagnosis / check on the MLP: {ratio:.1f}x (target <= 20x)")
+
+
+if __name__ == "__main__":
+    main()
