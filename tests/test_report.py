@@ -369,8 +369,11 @@ def test_rich_quiet_prints_only_failures_and_summary(run: RunResult) -> None:
 
 
 def test_rich_verbose_shows_passing_inputs_and_arrays(run: RunResult) -> None:
-    quiet_failure, verbose = _rich(run), _rich(run, verbose=True)
-    assert "engine - reference" not in quiet_failure
+    default, verbose = _rich(run), _rich(run, verbose=True)
+    # Without -v only a small failing input's arrays are shown: the wrong numbers.
+    assert "x arrays" in default and "engine - reference" in default
+    assert "arrays" not in default[default.index("PASSED") : default.index("FAILED")]
+    assert "nodes checked alone" not in default
     assert "engine - reference" in verbose and "worst at index (0, 0, 1)" in verbose
     assert "[[[1. 2.]" in verbose  # the reference array, printed by numpy
     assert "(forward)" in verbose and "nodes checked alone" in verbose

@@ -1,0 +1,7 @@
+"""Case files: discovered on disk, loaded into validated `Case`s, described by a schema."""
+
+from .loader import discover, load_file
+from .model import Case, InvalidCase, Tolerance
+from .schema import case_file_schema
+
+__all__ = ["Case", "InvalidCase", "Tolerance", "case_file_schema", "discover", "load_file"]

@@ -1,0 +1,663 @@
+"""Case files (SPEC §2): YAML in, validated `Case`s out, every problem tied to its line.
+
+Files are read with PyYAML's SafeLoader; a tag that would build an object is refused,
+and so is a key given twice in one mapping (YAML would silently keep the last). One
+addition to YAML 1.1: exponent floats without a dot, such as ``1e-7``, are numbers
+(as in YAML 1.2 and JSON), not strings. Every mapping and list remembers the line of
+each of its values, so every error names the line to change. A case with a problem
+becomes an `InvalidCase` saying what is wrong; the other cases still load.
+
+Where SPEC §2 is silent:
+
+* ``defaults:`` may set ``dtype``, ``tolerance``, ``cotangent``, ``seed`` and ``tags``;
+  a case's own value replaces the default, except that ``tolerance``'s ``rtol`` and
+  ``atol`` are taken one by one (the case's, else the default's, else the dtype's).
+  ``name``, ``description``, ``expr``, ``inputs``, ``wrt`` and ``expect`` belong to
+  one case and have no default.
+* An input spec's ``init`` defaults to ``normal``; `inputs` documents every init.
+* Input names are ASCII identifiers (Python would NFKC-fold others inside the
+  expression) and neither keywords nor op names. Every input must be used by the
+  expression: an unused one is almost always a typo.
+* ``max_elements`` (``--max-elements``) bounds every input and every node of the
+  expression, checked from shapes before anything is allocated.
+* ``rtol``/``atol`` (``--rtol``/``--atol``) each replace that half of every tolerance.
+* `discover` skips hidden files and folders (``.git``, ``.venv``) inside a folder.
+"""
+
+from __future__ import annotations
+
+import difflib
+import keyword
+import math
+import os
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from ..errors import CaseFileError
+from ..expression import Expression, ExpressionError, parse
+from ..ops import has_op
+from ..ops.broadcast import fmt_shape
+from .inputs import random_cotangent, random_input, stable_seed
+from .model import DEFAULT_TOLERANCES, DTYPES, Case, InvalidCase, Tolerance, numpy_dtype
+
+TOP_KEYS = ("defaults", "cases")
+CASE_KEYS = (
+    "name", "description", "expr", "inputs", "wrt", "dtype",
+    "cotangent", "tolerance", "seed", "expect", "tags",
+)  # fmt: skip
+DEFAULT_KEYS = ("dtype", "tolerance", "cotangent", "seed", "tags")
+SPEC_KEYS = ("shape", "init", "low", "high", "seed")
+TOLERANCE_KEYS = ("rtol", "atol")
+COTANGENTS = ("ones", "random")
+NAME_PATTERN = r"[A-Za-z0-9_.-]+"
+IDENTIFIER_PATTERN = r"[A-Za-z_][A-Za-z0-9_]*"
+SUFFIXES = (".yaml", ".yml")
+MAX_RANK = 32
+
+# A setting (dtype, cotangent, seed, tags, rtol, atol) parsed, with the line it came from
+# (0 for the command line's --rtol/--atol, which override every case's own).
+Settings = dict[str, tuple[Any, int]]
+
+
+def discover(paths: Sequence[str | Path]) -> list[Path]:
+    """The case files `paths` name: files as given, folders searched for *.yaml/*.yml.
+
+    The order is the arguments', then each folder's files sorted (a folder's own files
+    before its subfolders'), so runs and reports are the same everywhere. A path
+    named twice is listed once. `CaseFileError` for a path that does not exist.
+    """
+    found: dict[Path, Path] = {}  # resolved -> as given
+    for path in map(Path, paths):
+        if path.is_dir():
+            for root, dirs, files in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for name in sorted(files):
+                    if name.endswith(SUFFIXES) and not name.startswith("."):
+                        file = Path(root, name)
+                        found.setdefault(file.resolve(), file)
+        elif path.exists():
+            found.setdefault(path.resolve(), path)
+        else:
+            raise CaseFileError(f"{path}: no such file or folder")
+    return list(found.values())
+
+
+def load_file(
+    path: str | Path,
+    *,
+    max_elements: int = 10_000_000,
+    rtol: float | None = None,
+    atol: float | None = None,
+) -> list[Case | InvalidCase]:
+    """Every case of the file at `path`, each loaded or saying what to change.
+
+    A file that cannot be read as a case file at all is one `InvalidCase` named after
+    it. `rtol`/`atol`, when given, replace that half of every case's tolerance.
+    """
+    file = str(path)
+    try:
+        cases, defaults = _structure(read_yaml(_read_text(Path(path))))
+    except CaseFileError as e:
+        return [InvalidCase(Path(path).stem, file, e.line or 1, e.message)]
+    overrides = {
+        key: (value, 0) for key, value in (("rtol", rtol), ("atol", atol)) if value is not None
+    }
+    reader = _CaseReader(file, defaults, overrides, max_elements)
+    return [reader.read(raw, line) for raw, line in cases.located()]
+
+
+def read_yaml(text: str) -> Any:
+    """The one YAML document in `text`, read safely; mappings and lists know their lines.
+
+    Raises `CaseFileError` at the line of any problem.
+    """
+    loader = _Loader(text)
+    try:
+        return loader.get_single_data()
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        context = f" ({e.context})" if e.context else ""
+        raise CaseFileError(f"YAML syntax error: {e.problem}{context}", _line(mark)) from None
+    except yaml.YAMLError as e:
+        raise CaseFileError(f"not valid YAML: {e}") from None
+    except RecursionError:
+        raise CaseFileError("the YAML is nested too deeply") from None
+    finally:
+        loader.dispose()
+
+
+# -- YAML with lines -------------------------------------------------------------------
+
+
+class _Map(dict):
+    """A YAML mapping that remembers its line, its keys' lines and its value nodes."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__()
+        self.line = line
+        self.key_lines: dict[Any, int] = {}
+        self.nodes: dict[Any, yaml.Node] = {}
+        self.problem: CaseFileError | None = None  # a key given twice; see _check_read
+
+    def at(self, key: Any) -> tuple[Any, int]:
+        """The value of `key` and the line it starts on."""
+        return self[key], _line(self.nodes[key].start_mark)
+
+
+class _Seq(list):
+    """A YAML sequence that remembers the line of each item."""
+
+    def __init__(self, items: list[Any], lines: list[int]) -> None:
+        super().__init__(items)
+        self.lines = lines
+
+    def located(self) -> Iterator[tuple[Any, int]]:
+        """Each item with the line it starts on."""
+        return zip(self, self.lines, strict=True)
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+def _line(mark: yaml.Mark | None) -> int:
+    return mark.line + 1 if mark else 1
+
+
+def _construct_map(loader: _Loader, node: yaml.MappingNode) -> _Map:
+    data = _Map(_line(node.start_mark))
+    first: dict[Any, int] = {}
+    for key_node, _ in node.value:  # its own keys, before `<<: *anchor` merges come in
+        line = _line(key_node.start_mark)
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        if not isinstance(key_node, yaml.ScalarNode):
+            raise CaseFileError("a mapping key must be a name or a number", line)
+        key = loader.construct_object(key_node)
+        if key in first and data.problem is None:
+            data.problem = CaseFileError(
+                f"key {key!r} given twice (first on line {first[key]})", line
+            )
+        first.setdefault(key, line)
+    loader.flatten_mapping(node)  # merged keys first, so its own keys win
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node)
+        data[key] = loader.construct_object(value_node, deep=True)
+        data.key_lines[key] = _line(key_node.start_mark)
+        data.nodes[key] = value_node
+    return data
+
+
+def _construct_seq(loader: _Loader, node: yaml.SequenceNode) -> _Seq:
+    items = [loader.construct_object(item, deep=True) for item in node.value]
+    return _Seq(items, [_line(item.start_mark) for item in node.value])
+
+
+class _Refused:
+    """What a tag that would build an object reads as: nothing is built."""
+
+    def __init__(self, node: yaml.Node) -> None:
+        self.tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+        self.error = CaseFileError(
+            f"tag {self.tag} is not allowed: a case file holds plain numbers, strings, "
+            "lists and mappings",
+            _line(node.start_mark),
+        )
+
+    def __repr__(self) -> str:
+        return self.tag
+
+
+def _check_read(value: Any) -> None:
+    """Raise the first problem met while reading `value`, at any depth.
+
+    Refused tags and repeated keys are kept in the data rather than raised while
+    reading, so that they invalidate the case holding them, not the whole file.
+    """
+    if isinstance(value, _Refused):
+        raise value.error
+    if isinstance(value, _Map):
+        if value.problem:
+            raise value.problem
+        children = [*value, *value.values()]
+    else:
+        children = value if isinstance(value, _Seq) else []
+    for child in children:
+        _check_read(child)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
+_Loader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
+_Loader.add_constructor(None, lambda loader, node: _Refused(node))
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
+# -- the file --------------------------------------------------------------------------
+
+
+def _read_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise CaseFileError(f"cannot read the file: {e.strerror or e}") from None
+    if b"\0" not in data:
+        try:
+            return data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            pass
+    raise CaseFileError("not a text file: a case file is YAML in UTF-8")
+
+
+def _structure(data: Any) -> tuple[_Seq, Settings]:
+    """The file's `cases:` list and its parsed `defaults:`."""
+    if data is None:
+        raise CaseFileError("the file is empty; a case file holds a `cases:` list")
+    if not isinstance(data, _Map):
+        _check_read(data)
+        raise CaseFileError("the top level must be a mapping with a `cases:` list")
+    if data.problem:
+        raise data.problem
+    _check_keys(data, TOP_KEYS, "at the top level")
+    if "cases" not in data:
+        raise CaseFileError("no `cases:` list", data.line)
+    cases, line = data.at("cases")
+    if not isinstance(cases, _Seq):
+        _check_read(cases)
+        raise CaseFileError("`cases:` must be a list of cases, each starting with `- name:`", line)
+    if "defaults" not in data:
+        return cases, {}
+    defaults, line = data.at("defaults")
+    _check_read(defaults)
+    if not isinstance(defaults, _Map):
+        raise CaseFileError("`defaults:` must be a mapping, e.g. {dtype: float32}", line)
+    _check_keys(defaults, DEFAULT_KEYS, "in defaults")
+    return cases, _settings(defaults)
+
+
+def _check_keys(mapping: _Map, allowed: Sequence[str], where: str) -> None:
+    for key in mapping:
+        if key not in allowed:
+            close = difflib.get_close_matches(str(key), allowed, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise CaseFileError(
+                f"unknown key {key!r} {where} ({hint}allowed: {', '.join(allowed)})",
+                mapping.key_lines[key],
+            )
+
+
+def _settings(mapping: _Map) -> Settings:
+    """The keys `defaults:` may also set, parsed; tolerance split into rtol and atol."""
+    settings: Settings = {}
+    for key, parse_value in _SETTINGS.items():
+        if key in mapping:
+            value, line = mapping.at(key)
+            settings[key] = parse_value(value, line), line
+    if "tolerance" in mapping:
+        tolerance, line = mapping.at("tolerance")
+        if not isinstance(tolerance, _Map):
+            raise CaseFileError("tolerance must be a mapping, e.g. {rtol: 1e-5, atol: 1e-8}", line)
+        _check_keys(tolerance, TOLERANCE_KEYS, "in tolerance")
+        for key in tolerance:
+            value, line = tolerance.at(key)
+            settings[key] = _number(value, line, f"tolerance {key}", minimum=0.0), line
+    return settings
+
+
+# -- values ----------------------------------------------------------------------------
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _number(value: Any, line: int, what: str, minimum: float = -math.inf) -> float:
+    try:
+        number = float(value) if _is_number(value) else math.nan
+    except OverflowError:  # an integer beyond float64
+        number = math.nan
+    if not number >= minimum:  # also NaN
+        at_least = f" >= {minimum:g}" if minimum > -math.inf else ""
+        raise CaseFileError(f"{what} must be a number{at_least}, got {value!r}", line)
+    return number
+
+
+def _integer(value: Any, line: int, what: str) -> int:
+    if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        raise CaseFileError(f"{what} must be a whole number >= 0, got {value!r}", line)
+    return value
+
+
+def _dtype(value: Any, line: int) -> str:
+    if value not in DTYPES:
+        raise CaseFileError(
+            f"dtype {value!r} is not supported (allowed: {', '.join(DTYPES)})", line
+        )
+    return value
+
+
+def _cotangent(value: Any, line: int) -> str | np.ndarray:
+    if isinstance(value, str):
+        if value not in COTANGENTS:
+            raise CaseFileError(
+                f"cotangent {value!r} is not ones, random or an array of the output's shape", line
+            )
+        return value
+    return _array(value, line, "cotangent")
+
+
+def _tags(value: Any, line: int) -> list[str]:
+    if not (isinstance(value, _Seq) and all(isinstance(tag, str) for tag in value)):
+        raise CaseFileError(
+            f"tags must be a list of strings, e.g. [matmul, slow], got {value!r}", line
+        )
+    return list(value)
+
+
+_SETTINGS = {
+    "dtype": _dtype,
+    "cotangent": _cotangent,
+    "seed": lambda value, line: _integer(value, line, "seed"),
+    "tags": _tags,
+}
+
+
+def _array(value: Any, line: int, what: str) -> np.ndarray:
+    """A literal number or rectangular nested list of numbers, as float64."""
+    _literal_shape(value, line, what, ())
+    try:
+        return np.array(value, dtype=np.float64)
+    except OverflowError:
+        raise CaseFileError(f"{what}: a number is too large for float64", line) from None
+
+
+def _literal_shape(value: Any, line: int, what: str, index: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape of a nested list of numbers; errors name and point at the bad item."""
+    if _is_number(value):
+        return ()
+    where = "".join(f"[{i}]" for i in index)
+    if not isinstance(value, _Seq):
+        raise CaseFileError(
+            f"{what}: {value!r}{' at ' + where if where else ''} is not a number", line
+        )
+    if len(index) >= MAX_RANK:
+        raise CaseFileError(f"{what} is nested more than {MAX_RANK} levels deep", line)
+    shapes = [
+        _literal_shape(item, item_line, what, (*index, i))
+        for i, (item, item_line) in enumerate(value.located())
+    ]
+    for i, shape in enumerate(shapes):
+        if shape != shapes[0]:
+            raise CaseFileError(
+                f"{what} is ragged: {where}[{i}] has shape {fmt_shape(shape)} "
+                f"but {where}[0] has shape {fmt_shape(shapes[0])}",
+                value.lines[i],
+            )
+    return (len(value), *(shapes[0] if shapes else ()))
+
+
+def _check_size(what: str, shape: tuple[int, ...], limit: int, line: int) -> None:
+    size = math.prod(shape)
+    if size > limit:
+        raise CaseFileError(
+            f"{what} has shape {fmt_shape(shape)}, {size:,} elements: above the limit of "
+            f"{limit:,} per array (raise it with --max-elements)",
+            line,
+        )
+
+
+# -- one case --------------------------------------------------------------------------
+
+
+class _CaseReader:
+    """Reads the cases of one file, remembering names to refuse duplicates.
+
+    A case's own settings win over the file's defaults and lose to the overrides.
+    """
+
+    def __init__(
+        self, file: str, defaults: Settings, overrides: Settings, max_elements: int
+    ) -> None:
+        self.file = file
+        self.defaults = defaults
+        self.overrides = overrides
+        self.max_elements = max_elements
+        self.first_lines: dict[str, int] = {}
+
+    def read(self, raw: Any, line: int) -> Case | InvalidCase:
+        """`raw` as a `Case`, or as an `InvalidCase` naming its first problem."""
+        fields = raw if isinstance(raw, _Map) else {}
+        name, expr = fields.get("name"), fields.get("expr")
+        try:
+            _check_read(raw)
+            if not isinstance(raw, _Map):
+                raise CaseFileError("a case must be a mapping with name, expr and inputs", line)
+            return self._case(raw)
+        except CaseFileError as e:
+            return InvalidCase(
+                name if isinstance(name, str) else f"{Path(self.file).stem}#{line}",
+                self.file,
+                e.line or line,
+                e.message,
+                expr.strip() if isinstance(expr, str) else "",
+            )
+
+    def _case(self, raw: _Map) -> Case:
+        name = self._name(raw)
+        _check_keys(raw, CASE_KEYS, "in a case")
+        settings = {**self.defaults, **_settings(raw), **self.overrides}
+        dtype = _get(settings, "dtype", "float64")
+        rtol, atol = DEFAULT_TOLERANCES[dtype]
+        seed = _get(settings, "seed", stable_seed(name))
+        inputs = self._inputs(raw, seed, dtype)
+        expression = self._expression(raw, inputs)
+        wrt = _wrt(raw, expression, inputs)
+        return Case(
+            name=name,
+            file=self.file,
+            line=raw.line,
+            expr=expression.source,
+            expression=expression,
+            inputs=inputs,
+            wrt=wrt,
+            dtype=dtype,
+            cotangent=_cotangent_array(settings, expression, seed, dtype),
+            tolerance=Tolerance(_get(settings, "rtol", rtol), _get(settings, "atol", atol)),
+            seed=seed,
+            expect=_expect(raw, expression, wrt),
+            tags=_get(settings, "tags", []),
+            description=_string(raw, "description") if "description" in raw else None,
+        )
+
+    def _name(self, raw: _Map) -> str:
+        if "name" not in raw:
+            raise CaseFileError("the case has no `name:`", raw.line)
+        name, line = raw.at("name")
+        if not (isinstance(name, str) and re.fullmatch(NAME_PATTERN, name)):
+            raise CaseFileError(
+                f"name {name!r} must be letters, digits, '_', '.' and '-' only", line
+            )
+        if name in self.first_lines:
+            raise CaseFileError(
+                f"duplicate case name {name!r} (first on line {self.first_lines[name]})", line
+            )
+        self.first_lines[name] = line
+        return name
+
+    def _inputs(self, raw: _Map, seed: int, dtype: str) -> dict[str, np.ndarray]:
+        if "inputs" not in raw:
+            raise CaseFileError("the case has no `inputs:`", raw.line)
+        inputs, line = raw.at("inputs")
+        if not (isinstance(inputs, _Map) and inputs):
+            raise CaseFileError("inputs must map each input's name to its value or spec", line)
+        values = {}
+        for name in inputs:
+            _check_input_name(name, inputs.key_lines[name])
+            value, line = inputs.at(name)
+            if isinstance(value, _Map):
+                values[name] = self._random(name, value, seed, dtype)
+            else:
+                array = _array(value, line, f"input {name!r}")
+                _check_size(f"input {name!r}", array.shape, self.max_elements, line)
+                values[name] = array.astype(numpy_dtype(dtype))
+        return values
+
+    def _random(self, name: str, spec: _Map, seed: int, dtype: str) -> np.ndarray:
+        """Input `name` from its spec, refused by shape alone when too big."""
+        what = f"input {name!r}"
+        _check_keys(spec, SPEC_KEYS, f"in {what}'s spec")
+        if "shape" not in spec:
+            raise CaseFileError(f"{what}'s spec has no `shape:`, e.g. [2, 3]", spec.line)
+        shape, line = spec.at("shape")
+        if not (isinstance(shape, _Seq) and len(shape) <= MAX_RANK):
+            raise CaseFileError(f"{what}: shape must be a list of sizes, e.g. [2, 3]", line)
+        shape = tuple(
+            _integer(size, size_line, f"{what}: a size in shape")
+            for size, size_line in shape.located()
+        )
+        _check_size(what, shape, self.max_elements, line)
+        low, high = (
+            _number(*spec.at(key), f"{what}: {key}") if key in spec else None
+            for key in ("low", "high")
+        )
+        if "seed" in spec:
+            seed = _integer(*spec.at("seed"), f"{what}: seed")
+        init = spec.get("init", "normal")
+        try:
+            return random_input(seed, name, shape, init, low, high, dtype)
+        except ValueError as e:
+            raise CaseFileError(f"{what}: {e}", spec.line) from None
+
+    def _expression(self, raw: _Map, inputs: dict[str, np.ndarray]) -> Expression:
+        """The parsed expression; its errors and oversized nodes at their file lines."""
+        if "expr" not in raw:
+            raise CaseFileError("the case has no `expr:`", raw.line)
+        source, line = raw.at("expr")
+        if not isinstance(source, str):
+            raise CaseFileError(f"expr must be a string, got {source!r}", line)
+        node = raw.nodes["expr"]
+        try:
+            expression = parse(source, {name: value.shape for name, value in inputs.items()})
+        except ExpressionError as e:
+            raise CaseFileError(e.message, _expr_line(node, source, e.line)) from None
+        for made in expression.nodes:
+            _check_size(
+                made.text, made.shape, self.max_elements, _expr_line(node, source, made.line)
+            )
+        for name in inputs:
+            if name not in expression.inputs:
+                raise CaseFileError(
+                    f"input {name!r} is not used by the expression; use it or remove it",
+                    raw["inputs"].key_lines[name],
+                )
+        return expression
+
+
+def _get(settings: Settings, key: str, default: Any) -> Any:
+    return settings[key][0] if key in settings else default
+
+
+def _string(raw: _Map, key: str) -> str:
+    value, line = raw.at(key)
+    if not isinstance(value, str):
+        raise CaseFileError(f"{key} must be a string, got {value!r}", line)
+    return value
+
+
+def _check_input_name(name: Any, line: int) -> None:
+    identifier = isinstance(name, str) and re.fullmatch(IDENTIFIER_PATTERN, name)
+    if not identifier or keyword.iskeyword(name):
+        raise CaseFileError(
+            f"input name {name!r} must be an identifier (ASCII letters, digits and '_', "
+            "not starting with a digit) and not a Python keyword",
+            line,
+        )
+    if has_op(name):
+        raise CaseFileError(f"input name {name!r} is an op's name; rename the input", line)
+
+
+def _expr_line(node: yaml.ScalarNode, source: str, line: int) -> int:
+    """The file line of line `line` of the expression, as the parser counts it.
+
+    A block scalar (``|`` or ``>``) starts on the line below its indicator, and the
+    parser strips leading blank lines. A folded or quoted scalar may join lines, so
+    the result never goes past the scalar's last line.
+    """
+    first = _line(node.start_mark) + (node.style in ("|", ">"))
+    first += source[: len(source) - len(source.lstrip())].count("\n")
+    return min(first + line - 1, _line(node.end_mark))
+
+
+def _wrt(raw: _Map, expression: Expression, inputs: dict[str, np.ndarray]) -> list[str]:
+    if "wrt" not in raw:
+        return list(inputs)
+    wrt, line = raw.at("wrt")
+    if not (isinstance(wrt, _Seq) and wrt):
+        raise CaseFileError(
+            "wrt must be a non-empty list of input or binding names, e.g. [x]", line
+        )
+    known = expression.names
+    for i, (name, name_line) in enumerate(wrt.located()):
+        if name not in known:
+            raise CaseFileError(
+                f"wrt names {name!r}, which is neither an input nor a binding "
+                f"(known: {', '.join(known)})",
+                name_line,
+            )
+        if name in wrt[:i]:
+            raise CaseFileError(f"wrt names {name!r} twice", name_line)
+    return list(wrt)
+
+
+def _cotangent_array(
+    settings: Settings, expression: Expression, seed: int, dtype: str
+) -> np.ndarray:
+    """The cotangent setting made an array of the output's shape."""
+    cotangent, line = settings.get("cotangent", ("ones", 0))
+    shape = expression.output.shape
+    if isinstance(cotangent, np.ndarray):
+        if cotangent.shape != shape:
+            raise CaseFileError(
+                f"cotangent has shape {fmt_shape(cotangent.shape)} but the output "
+                f"{expression.output.text} has shape {fmt_shape(shape)}",
+                line,
+            )
+        return cotangent.astype(numpy_dtype(dtype))
+    if cotangent == "random":
+        return random_cotangent(seed, shape, dtype)
+    return np.ones(shape, dtype=numpy_dtype(dtype))
+
+
+def _expect(raw: _Map, expression: Expression, wrt: list[str]) -> dict[str, np.ndarray]:
+    """Pinned reference gradients, as float64, each of its wrt node's shape."""
+    if "expect" not in raw:
+        return {}
+    expect, line = raw.at("expect")
+    if not isinstance(expect, _Map):
+        raise CaseFileError("expect must map wrt names to gradients, e.g. {x: [1.0, 2.0]}", line)
+    pinned = {}
+    for name in expect:
+        if name not in wrt:
+            raise CaseFileError(
+                f"expect names {name!r}, which is not in wrt ({', '.join(wrt)})",
+                expect.key_lines[name],
+            )
+        value, line = expect.at(name)
+        array = _array(value, line, f"expect {name!r}")
+        shape = expression.lookup(name).shape
+        if array.shape != shape:
+            raise CaseFileError(
+                f"expect {name!r} has shape {fmt_shape(array.shape)} "
+                f"but {name} has shape {fmt_shape(shape)}",
+                line,
+            )
+        pinned[name] = array
+    return pinned
