@@ -16,7 +16,10 @@ def close_mask(want: np.ndarray, got: np.ndarray, tolerance: Tolerance) -> np.nd
     """Elementwise pass/fail for arrays of one shape."""
     with np.errstate(invalid="ignore"):
         same = (want == got) | (np.isnan(want) & np.isnan(got))
-        within = np.abs(got - want) <= tolerance.atol + tolerance.rtol * np.abs(want)
+        # `isfinite`: else rtol * inf would let any number, even -inf, match an infinity.
+        within = np.isfinite(want) & (
+            np.abs(got - want) <= tolerance.atol + tolerance.rtol * np.abs(want)
+        )
     return same | within
 
 
@@ -39,6 +42,7 @@ def compare(want: np.ndarray, got: np.ndarray, tolerance: Tolerance) -> Comparis
         diff = np.where(ok & ~np.isfinite(got - want), 0.0, np.abs(got - want))
         diff = np.where(np.isnan(diff), np.inf, diff)  # NaN against a number: infinitely off
         rel = np.where(diff == 0, 0.0, diff / np.abs(want))
+        rel = np.where(np.isnan(rel), np.inf, rel)  # a number against a NaN reference
     mismatched = int(np.count_nonzero(~ok))
     worst = (
         tuple(int(i) for i in np.unravel_index(np.argmax(diff), diff.shape)) if diff.size else None

@@ -53,7 +53,8 @@ def _is_path(target: str) -> bool:
 def _load_file(path: Path) -> Any:
     if not path.is_file():
         raise UsageError(f"--engine: no such file {path}")
-    name = f"gradcheck_engine_{path.stem}"
+    # Keyed by the resolved path, so two engine files of the same name never clash.
+    name = f"gradcheck_engine_{path.stem}_{abs(hash(str(path.resolve()))):x}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise UsageError(f"--engine: cannot import {path}")
