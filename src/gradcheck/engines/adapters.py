@@ -13,7 +13,7 @@ from ..errors import UsageError
 from .builtin import BuiltinEngine
 from .driver import traceback_tail
 from .protocol import EngineFactory
-from .tensorflow import silenced_stderr
+from .tensorflow import quiet_import
 
 DEFAULT_CLASS = "Engine"
 
@@ -61,7 +61,7 @@ def _load_file(path: Path) -> Any:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses and pickling look their module up here
     try:
-        with silenced_stderr():  # an engine that imports TensorFlow would print its log noise
+        with quiet_import():  # an engine that imports TensorFlow would print its log noise
             spec.loader.exec_module(module)
     except Exception as e:
         sys.modules.pop(name, None)
@@ -71,7 +71,7 @@ def _load_file(path: Path) -> Any:
 
 def _load_module(name: str) -> Any:
     try:
-        with silenced_stderr():
+        with quiet_import():
             return importlib.import_module(name)
     except ImportError as e:
         raise UsageError(f"--engine: cannot import module {name!r}: {e}") from e

@@ -1,0 +1,107 @@
+"""Planted bugs in the TensorFlow-op engine: each class is `tfop_engine.Engine` with one
+bug, in one `_vjp_<op>` method or in the backward pass's `schedule`.
+
+`MatmulFullTranspose` and `TraversalOrder` are the two faults of the question gradcheck
+grew from (/work/shared/seed), each on its own. The registry in `__init__.py` names the
+case that shows each bug and the hint gradcheck should give::
+
+    gradcheck run cases/seed.yaml --engine tests/corpus/tfop_bugs.py:MatmulFullTranspose
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import tensorflow as tf
+
+# gradcheck loads this file by path: make its sibling importable either way.
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from tfop_engine import Engine as TfOpEngine
+from tfop_engine import Grads, Node
+
+
+class MatmulFullTranspose(TfOpEngine):
+    """matmul's gradient transposes with tf.transpose, which reverses every axis, where a
+    batched matmul must swap only the last two (the seed question's bug)."""
+
+    def _vjp_matmul(self, node: Node, g: tf.Tensor) -> Grads:
+        a, b = node.inputs
+        return [
+            self.unbroadcast(tf.matmul(g, tf.transpose(b)), a),
+            self.unbroadcast(tf.matmul(tf.transpose(a), g), b),
+        ]
+
+
+class MatmulNoBatchReduce(TfOpEngine):
+    """matmul's gradient for an operand broadcast along batch axes is not summed back."""
+
+    def _vjp_matmul(self, node: Node, g: tf.Tensor) -> Grads:
+        a, b = node.inputs
+        return [
+            tf.matmul(g, tf.linalg.matrix_transpose(b)),
+            tf.matmul(tf.linalg.matrix_transpose(a), g),
+        ]
+
+
+class TraversalOrder(TfOpEngine):
+    """The backward pass walks a breadth-first queue from the output (the seed question's
+    `working` list), so a node can pass its gradient on before all consumers added theirs."""
+
+    def schedule(self, output: Node) -> Iterator[Node]:
+        working = [output]
+        while working:
+            node = working.pop(0)
+            yield node  # propagated right now, with whatever adjoint it has so far
+            for parent in node.parents:
+                if parent not in working:
+                    working.append(parent)
+
+
+class SigmoidFromInput(TfOpEngine):
+    """sigmoid's gradient is computed from the input, g * x * (1 - x), not the output."""
+
+    def _vjp_sigmoid(self, node: Node, g: tf.Tensor) -> Grads:
+        (x,) = node.inputs
+        return [g * x * (1 - x)]
+
+
+class ReluKink(TfOpEngine):
+    """relu's gradient passes at x == 0 (relu'(0) = 1), where TensorFlow takes 0."""
+
+    def _vjp_relu(self, node: Node, g: tf.Tensor) -> Grads:
+        return [tf.where(node.inputs[0] >= 0, g, tf.zeros_like(g))]
+
+
+class SqrtNoHalf(TfOpEngine):
+    """sqrt's gradient is g / sqrt(x): the factor 1/2 is missing."""
+
+    def _vjp_sqrt(self, node: Node, g: tf.Tensor) -> Grads:
+        return [g / node.tensor]
+
+
+class LogSoftmaxNoSoftmax(TfOpEngine):
+    """log_softmax's gradient subtracts sum(g) without weighting it by softmax(x)."""
+
+    def _vjp_log_softmax(self, node: Node, g: tf.Tensor) -> Grads:
+        return [g - tf.reduce_sum(g, axis=node.attrs["axis"], keepdims=True)]
+
+
+class MatmulWrongOrder(TfOpEngine):
+    """Not in the catalogue: matmul's gradient for a multiplies in the wrong order,
+    matrix_transpose(b) @ g instead of g @ matrix_transpose(b)."""
+
+    def _vjp_matmul(self, node: Node, g: tf.Tensor) -> Grads:
+        a, b = node.inputs
+        _, for_b = super()._vjp_matmul(node, g)
+        return [self.unbroadcast(tf.matmul(tf.linalg.matrix_transpose(b), g), a), for_b]
+
+
+class ExpIgnoresUpstream(TfOpEngine):
+    """Not in the catalogue: exp's gradient is exp(x) alone; the upstream g is dropped."""
+
+    def _vjp_exp(self, node: Node, g: tf.Tensor) -> Grads:
+        return [node.tensor]
