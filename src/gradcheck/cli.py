@@ -3,11 +3,13 @@
 Exit codes: 0 every case passed or was skipped; 1 a gradient or forward mismatch, or an
 engine error; 2 a usage error or an invalid case file (after every problem is reported).
 Reports go to stdout, problems with the command line to stderr. TensorFlow is imported
-only by `run`, and only when a case needs a reference.
+only by `run`, and only when a case needs a reference the cache (`--cache-dir`, default
+`.gradcheck_cache/`) does not hold; under `--require-cache` such a case is an error (exit 1).
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import functools
 import json
@@ -35,6 +37,7 @@ class Format(str, enum.Enum):
     rich = "rich"
     json = "json"
     junit = "junit"
+    github = "github"  # the rich report, then GitHub Actions annotations
 
 
 Paths = Annotated[
@@ -118,30 +121,66 @@ def run(
     diagnose: Annotated[
         bool, typer.Option(help="Explain failures (--no-diagnose: only compare).")
     ] = True,
+    durations: Annotated[
+        int | None,
+        typer.Option(help="List the N slowest cases after the summary (0: every case).", min=0),
+    ] = None,
+    cache: Annotated[
+        bool,
+        typer.Option(help="Reuse TensorFlow's results from earlier runs (--no-cache: recompute)."),
+    ] = True,
+    cache_dir: Annotated[
+        Path, typer.Option(help="Where TensorFlow's results are kept between runs.")
+    ] = Path(".gradcheck_cache"),
+    require_cache: Annotated[
+        bool,
+        typer.Option(
+            help="A reference missing from the cache is an error (exit 1) instead of being "
+            "computed: for a CI that commits the cache and does not install TensorFlow."
+        ),
+    ] = False,
 ) -> None:
     """Check every case against TensorFlow."""
-    from .report import render, to_json, to_junit
+    from .cache import ReferenceCache
+    from .report import render, to_github, to_json, to_junit
     from .runner import RunOptions
     from .runner import run as run_cases
 
+    if require_cache and not cache:
+        raise GradcheckError("--require-cache needs the cache; drop --no-cache")
     items = _load(paths, keyword, max_elements=max_elements, rtol=rtol, atol=atol)
     factory = _engine(engine)
-    options = RunOptions(strict=strict, fail_fast=fail_fast, diagnose=diagnose)
-    result = run_cases(items, factory, options)
+    options = RunOptions(
+        strict=strict,
+        fail_fast=fail_fast,
+        diagnose=diagnose,
+        cache=ReferenceCache(cache_dir) if cache else None,
+        require_cache=require_cache,
+    )
+    console = _console()
+    rich_to_stdout = format in (Format.rich, Format.github) or output is not None
+    with _progress(console, len(items), show=rich_to_stdout) as on_result:
+        result = run_cases(items, factory, options, on_result=on_result)
 
     writers = {
         Format.json: lambda: to_json(result, tool_version=__version__, verbose=verbose),
         Format.junit: lambda: to_junit(result),
+        Format.github: lambda: to_github(result),
     }
     if output is not None:
         from .atomic import write_atomic
 
         text = writers[format]() if format in writers else _plain_report(result, verbose)
         write_atomic(output, text)
-    if format in writers and output is None:
+    if format is Format.github and output is None:  # people read the report, the runner the rest
+        render(result, console, verbose=verbose, quiet=quiet)
+        typer.echo(writers[format](), nl=False)
+    elif format in writers and output is None:
         typer.echo(writers[format]())
     else:
-        render(result, _console(), verbose=verbose, quiet=quiet)
+        render(result, console, verbose=verbose, quiet=quiet)
+    if durations is not None:
+        _print_durations(result, durations, stderr=not rich_to_stdout)
     raise typer.Exit(result.exit_code)
 
 
@@ -176,6 +215,7 @@ def list_cases(
 def ops() -> None:
     """Every op an expression may use: signature, TensorFlow mapping, meaning."""
     from rich.table import Table
+    from rich.text import Text
 
     from .ops import all_ops
 
@@ -184,7 +224,8 @@ def ops() -> None:
         table.add_column(column)
     for op in all_ops():
         operator = {"u-": "-x"}.get(op.operator or "", op.operator or "")
-        table.add_row(op.signature, op.tf_name, operator, op.doc)
+        # Text, not markup: `concat([values, ...], axis=0)` would lose its `[values, ...]`.
+        table.add_row(*map(Text, (op.signature, op.tf_name, operator, op.doc)))
     _console().print(table)
 
 
@@ -214,6 +255,57 @@ def schema() -> None:
     typer.echo(json.dumps(case_file_schema(), indent=2))
 
 
+@app.command("init-engine")
+@boundary
+def init_engine(
+    path: Annotated[Path, typer.Argument(help="The adapter file to write, e.g. my_engine.py.")],
+    force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
+) -> None:
+    """Write an engine adapter template (every op, stubbed) and a first case file next to it."""
+    from .scaffold import write_scaffold
+
+    engine_file, cases_file = write_scaffold(path, force=force)
+    typer.echo(f"wrote {engine_file} (an adapter with a stub for every op)")
+    typer.echo(f"wrote {cases_file} (two cases needing mul and sum)")
+    typer.echo("fill in leaf, value, grad and the ops your engine has, then run")
+    typer.echo(f"  gradcheck run {cases_file} --engine {engine_file}")
+
+
+PROGRESS_MIN_CASES = 5  # shorter runs finish before a bar would be worth drawing
+
+
+@contextlib.contextmanager
+def _progress(console, total: int, *, show: bool):
+    """A transient progress bar while the cases run, yielding the runner's `on_result`.
+
+    Only on a terminal, for runs of more than PROGRESS_MIN_CASES cases, and never when
+    stdout carries the JSON or JUnit report.
+    """
+    if not (show and console.is_terminal and total > PROGRESS_MIN_CASES):
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    bar = Progress(
+        "{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=console, transient=True,
+    )  # fmt: skip
+    with bar:
+        task = bar.add_task("checking", total=total)
+        yield lambda case: bar.advance(task)
+
+
+def _print_durations(result, count: int, *, stderr: bool) -> None:
+    """pytest's --durations: the `count` slowest cases (0: all), slowest first.
+
+    After the summary; on stderr when stdout carries the JSON or JUnit report.
+    """
+    ran = sorted((c for c in result.cases if c.status != "invalid"), key=lambda c: -c.duration_s)
+    lines = [f"{c.duration_s:.2f}s {c.file}::{c.name}" for c in (ran[:count] if count else ran)]
+    heading = f"slowest {count} durations" if count else "slowest durations"
+    typer.echo("\n".join([heading, *lines]), err=stderr)
+
+
 def _load(paths, keyword, **options):
     from .cases import Case, discover, load_file
     from .cases.selection import matches
@@ -235,7 +327,8 @@ def _engine(spec: str):
 def _console():
     from rich.console import Console
 
-    return Console(highlight=False)
+    # emoji=False: `cases/x.yaml:100::name` must not print as `cases/x.yaml💯:name`.
+    return Console(highlight=False, emoji=False)
 
 
 def _plain_report(result, verbose: bool) -> str:

@@ -10,15 +10,19 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
+from .cache import ReferenceCache, ReferenceNotCached
 from .cases.model import Case, InvalidCase
 from .comparison.compare import compare
 from .diagnosis import Evidence, diagnose
 from .engines.adapters import engine_name
-from .engines.driver import EngineFailure, EngineRun, Unsupported, run_engine
+from .engines.driver import EngineFailure, EngineRun, Unsupported, run_engine, traceback_tail
 from .engines.protocol import EngineFactory
-from .engines.tensorflow import TensorFlowEngine, reference_name
+from .engines.tensorflow import (
+    TensorFlowEngine,
+    load_tensorflow,
+    reference_label,
+    silenced_stderr,
+)
 from .results import CaseResult, InputResult, RunResult
 
 
@@ -27,24 +31,62 @@ class RunOptions:
     strict: bool = False  # an unsupported case fails instead of being skipped
     fail_fast: bool = False
     diagnose: bool = True
+    cache: ReferenceCache | None = None  # TensorFlow's results kept between runs
+    require_cache: bool = False  # a reference missing from `cache` is an error, not computed
 
 
-def reference_run(case: Case) -> EngineRun:
-    """TensorFlow's forward value and gradients for `case`."""
-    return run_engine(TensorFlowEngine(), case.expression, case.inputs, case.wrt, case.cotangent)
+def reference_run(case: Case, options: RunOptions = RunOptions()) -> EngineRun:
+    """TensorFlow's forward value and gradients for `case`, from `options.cache` if it has them."""
+    cache = options.cache
+    cached = cache.get(case) if cache is not None else None
+    if cached is not None:
+        return cached
+    if options.require_cache:
+        raise ReferenceNotCached(
+            cache.not_cached_message(case) if cache else "--require-cache needs a cache"
+        )
+    try:
+        engine = _tensorflow_engine()
+    except ImportError as e:
+        message = f"TensorFlow is not installed ({e}) and the reference is not cached"
+        raise EngineFailure(message) from None
+    try:
+        # TensorFlow's C++ side logs to fd 2 on first use of some kernels (oneDNN, CUDA).
+        with silenced_stderr():
+            reference = run_engine(engine, case.expression, case.inputs, case.wrt, case.cotangent)
+    except Unsupported as e:  # a NotImplementedError inside TensorFlow
+        raise EngineFailure(str(e)) from e
+    if cache is not None:
+        cache.put(case, reference)
+    return reference
+
+
+# Seconds spent importing TensorFlow, a one-off cost of the run: `check_case` leaves it
+# out of the duration of the case that happens to pay it. Only timed where a reference
+# is computed, so a run whose references are all cached still never imports TensorFlow.
+_startup_s = 0.0
+
+
+def _tensorflow_engine() -> TensorFlowEngine:
+    global _startup_s
+    if not load_tensorflow.cache_info().currsize:
+        started = time.perf_counter()
+        load_tensorflow()
+        _startup_s += time.perf_counter() - started
+    return TensorFlowEngine()
 
 
 def check_case(
     case: Case, engine_factory: EngineFactory, options: RunOptions = RunOptions()
 ) -> CaseResult:
-    started = time.perf_counter()
+    started, startup = time.perf_counter(), _startup_s
     result = CaseResult(
         case.name, case.file, case.line, "passed", expr=case.expr, tags=list(case.tags)
     )
     try:
         _check(case, engine_factory, options, result)
     finally:
-        result.duration_s = time.perf_counter() - started
+        result.duration_s = time.perf_counter() - started - (_startup_s - startup)
     return result
 
 
@@ -52,14 +94,23 @@ def _check(
     case: Case, engine_factory: EngineFactory, options: RunOptions, result: CaseResult
 ) -> None:
     try:
-        reference = reference_run(case)
+        reference = reference_run(case, options)
+    except ReferenceNotCached as missing:
+        _error(result, missing.message, missing)
+        return
     except EngineFailure as failure:
         _error(result, f"TensorFlow could not compute the reference: {failure.message}", failure)
         return
     expect_problems = _check_expect(case, reference)
     try:
+        engine = engine_factory()
+    except Exception as e:
+        failure = EngineFailure(str(e), traceback_tail(e))
+        _error(result, f"creating the engine raised {type(e).__name__}: {e}", failure)
+        return
+    try:
         got = run_engine(
-            engine_factory(), case.expression, case.inputs, case.wrt, case.cotangent, ask_twice=True
+            engine, case.expression, case.inputs, case.wrt, case.cotangent, ask_twice=True
         )
     except Unsupported as unsupported:
         result.status = "failed" if options.strict else "skipped"
@@ -68,8 +119,9 @@ def _check(
     except EngineFailure as failure:
         _error(result, failure.message, failure)
         return
-    except Exception as e:  # the engine's constructor
-        _error(result, f"creating the engine raised {type(e).__name__}: {e}", EngineFailure(str(e)))
+    except Exception as e:  # what the driver's checks did not foresee is still the engine's
+        failure = EngineFailure(str(e), traceback_tail(e))
+        _error(result, f"the engine raised {type(e).__name__}: {e}", failure)
         return
 
     result.forward = compare(reference.forward, got.forward, case.tolerance)
@@ -80,8 +132,9 @@ def _check(
     stale = [
         name
         for name, grad in got.grads.items()
+        # Within tolerance, not bit for bit: a parallel reduction may round differently.
         if got.grads_again is not None
-        and not np.array_equal(grad, got.grads_again[name], equal_nan=True)
+        and not compare(grad, got.grads_again[name], case.tolerance).passed
     ]
     notes = [*got.notes, *expect_problems]
     failed = (
@@ -137,7 +190,9 @@ def run(
     ran_reference = any(isinstance(i, Case) for i in items)
     return RunResult(
         engine=engine_name(engine_factory),
-        reference=reference_name() if ran_reference else "tensorflow",
+        reference=reference_label(options.cache and options.cache.tensorflow_version)
+        if ran_reference
+        else "tensorflow",
         cases=results,
         duration_s=time.perf_counter() - started,
     )

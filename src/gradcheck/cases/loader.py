@@ -31,7 +31,7 @@ import keyword
 import math
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +109,40 @@ def load_file(
     }
     reader = _CaseReader(file, defaults, overrides, max_elements)
     return [reader.read(raw, line) for raw, line in cases.located()]
+
+
+def load_case(
+    data: Mapping[str, Any],
+    *,
+    file: str = "<python>",
+    line: int = 1,
+    max_elements: int = 10_000_000,
+) -> Case | InvalidCase:
+    """One case from a mapping of case-file keys, validated exactly as a file's entry is.
+
+    The values are what YAML would give (numbers, strings, lists, mappings); NumPy
+    arrays and scalars are also taken wherever a number or nested list is. There is no
+    file, so every problem is reported at `file`:`line` (the Python API passes its
+    caller's). The Python API (`gradcheck.check`) builds its cases here.
+    """
+    return _CaseReader(file, {}, {}, max_elements).read(_located(data, line), line)
+
+
+def _located(value: Any, line: int) -> Any:
+    """Plain Python data as the YAML reader's line-aware `_Map`s and `_Seq`s, all at `line`."""
+    if isinstance(value, Mapping):
+        mark = yaml.Mark(None, 0, line - 1, 0, None, None)
+        data = _Map(line)
+        for key, item in value.items():
+            data[key] = _located(item, line)
+            data.key_lines[key] = line
+            data.nodes[key] = yaml.ScalarNode("tag:yaml.org,2002:str", "", mark, mark)
+        return data
+    if isinstance(value, (list, tuple)):
+        return _Seq([_located(item, line) for item in value], [line] * len(value))
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
 
 
 def read_yaml(text: str) -> Any:
@@ -372,6 +406,8 @@ _SETTINGS = {
 
 def _array(value: Any, line: int, what: str) -> np.ndarray:
     """A literal number or rectangular nested list of numbers, as float64."""
+    if isinstance(value, np.ndarray) and value.dtype.kind in "iuf":  # from `load_case`
+        return value.astype(np.float64)
     _literal_shape(value, line, what, ())
     try:
         return np.array(value, dtype=np.float64)

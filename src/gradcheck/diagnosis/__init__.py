@@ -83,8 +83,14 @@ def diagnose(evidence: Evidence) -> list[str]:
                     item.hints = sorted(faults + item.hints, key=rank)
     for item in result.inputs:
         case_hints += [h for h in item.hints if not h.code.startswith("fault:")][:1]
-    result.hints = _dedupe(sorted(case_hints, key=rank))
+    # Rounding on one input does not explain another input's real failure.
+    result.hints = _dedupe(sorted(case_hints, key=rank if rounding_only else _rank_beside_bug))
     return notes
+
+
+def _rank_beside_bug(hint: Hint) -> tuple[int, int]:
+    kind, confidence = rank(hint)
+    return (_PATTERN if hint.code == "precision" else kind), confidence
 
 
 def _dedupe(hints: list[Hint]) -> list[Hint]:
@@ -194,8 +200,9 @@ def _node_hints(check: NodeCheck) -> list[Hint]:
             hints.append(
                 Hint(
                     "kink",
-                    f"{node.text}: {op.name}'s gradient differs only where it sits at its "
-                    f"kink or a tie ({int(mismatched.sum())} elements); {CONVENTIONS[op.name]}",
+                    f"{node.text}: {op.name}'s gradient for argument {arg} "
+                    f"({node.args[arg].text}) differs only where it sits at its kink or a tie "
+                    f"({int(mismatched.sum())} elements); {CONVENTIONS[op.name]}",
                     f"follow TensorFlow's convention: {CONVENTIONS[op.name]}",
                     "exact",
                     op=op.name,

@@ -141,10 +141,14 @@ def _nan_hint(s: Subject) -> Iterator[Hint]:
 
 def _precision_hint(s: Subject) -> Iterator[Hint]:
     eps = float(np.finfo(numpy_dtype(s.dtype)).eps)
-    scale = max(float(np.max(np.abs(s.want), initial=0.0)), 1.0)
-    with np.errstate(invalid="ignore"):
-        worst = float(np.nanmax(np.abs(s.got - s.want), initial=0.0))
-    if np.all(np.isfinite(s.got)) and worst <= ULPS * eps * scale:
+    # Only where both are finite: an infinite reference would make every difference
+    # look small next to it, and a NaN/Inf pattern that differs is no rounding.
+    finite = np.isfinite(s.want) & np.isfinite(s.got)
+    if not np.array_equal(s.want[~finite], s.got[~finite], equal_nan=True):
+        return
+    scale = max(float(np.max(np.abs(s.want[finite]), initial=0.0)), 1.0)
+    worst = float(np.max(np.abs(s.got[finite] - s.want[finite]), initial=0.0))
+    if worst <= ULPS * eps * scale:
         yield Hint(
             "precision",
             f"{s.name}: every difference is within {ULPS} ulps of {s.dtype} "
@@ -176,6 +180,8 @@ def _scale_hint(s: Subject) -> Iterator[Hint]:
     factor = float(np.vdot(s.want, s.got)) / norm
     if not np.isfinite(factor) or abs(factor) < 1e-12 or not s.close(factor * s.want):
         return
+    if math.isclose(factor, 1.0, rel_tol=1e-6):
+        return  # "1 × the reference" explains nothing: the difference is rounding
     if math.isclose(factor, -1.0, rel_tol=1e-6):
         yield Hint(
             "sign-flip",
@@ -211,9 +217,9 @@ def _reduction_size(s: Subject, factor: float) -> int | None:
 
 
 def _scale_reason(s: Subject, factor: float) -> str:
-    if math.isclose(factor, 2.0, rel_tol=1e-6):
-        return ": double counted"
     n = _reduction_size(s, factor)
+    if math.isclose(factor, 2.0, rel_tol=1e-6):
+        return ": double counted" + (f", or mean vs sum (N = {n})" if n is not None else "")
     if n is not None:
         return f": mean vs sum (N = {n})"
     return ""

@@ -6,6 +6,7 @@ engine's traceback tail, so the runner can report it against the case and go on.
 
 from __future__ import annotations
 
+import os
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,12 +17,13 @@ import numpy as np
 
 from ..expression import Expression, Node
 
-_PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
+_PACKAGE_DIR = str(Path(__file__).resolve().parents[1]) + os.sep
 TRACEBACK_FRAMES = 4
 
 
 class Unsupported(Exception):
-    """The engine has no method for an op the expression uses."""
+    """The engine has no method for an op the expression uses, or its method (or `leaf`,
+    `constant`) raised NotImplementedError while the expression was being built."""
 
 
 class EngineFailure(Exception):
@@ -75,7 +77,7 @@ def run_engine(
     except EngineFailure as failure:
         # SPEC §4: an engine may refuse gradients with respect to intermediate nodes.
         leaves = [n for n in wrt if n in expression.inputs]
-        if len(leaves) == len(wrt):
+        if not leaves or len(leaves) == len(wrt):
             raise
         run.grads = ask(leaves)
         wrt = leaves
@@ -116,22 +118,36 @@ def _build(
             # A copy, so that an engine that writes into its inputs cannot change the reference's.
             value = np.array(inputs[node.name])
             if node.name in wrt or make_constant is None:
-                built[node] = _call("leaf", engine.leaf, node.name, value)
+                built[node] = _build_call("leaf", engine.leaf, node.name, value)
             else:
-                built[node] = _call("constant", make_constant, value)
+                built[node] = _build_call("constant", make_constant, value)
         elif node.is_literal:
             value = np.asarray(node.literal, dtype=dtype)
             if make_constant is None:  # an engine without constants gets an extra leaf
-                built[node] = _call("leaf", engine.leaf, f"literal{node.index}", value)
+                built[node] = _build_call("leaf", engine.leaf, f"literal{node.index}", value)
             else:
-                built[node] = _call("constant", make_constant, value)
+                built[node] = _build_call("constant", make_constant, value)
         else:
             op = node.op
             args = [built[a] for a in node.args]
             method = getattr(engine, op.name)
             call_args = [args] if op.variadic else args
-            built[node] = _call(node.text, method, *call_args, **node.attrs)
+            built[node] = _build_call(node.text, method, *call_args, **node.attrs)
     return built
+
+
+def _build_call(what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """`_call` while building: NotImplementedError means "not supported", like a missing
+    method (an adapter scaffold's stubs raise it; so may an op for some attributes)."""
+    try:
+        return _call(what, fn, *args, **kwargs)
+    except EngineFailure as failure:
+        if isinstance(failure.__cause__, NotImplementedError):
+            reason = str(failure.__cause__)
+            raise Unsupported(
+                f"{what} is not implemented by the engine" + (f" ({reason})" if reason else "")
+            ) from failure.__cause__
+        raise
 
 
 def _call(what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

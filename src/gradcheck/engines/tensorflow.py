@@ -33,11 +33,18 @@ def silenced_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-@cache
-def load_tensorflow() -> Any:
+@contextlib.contextmanager
+def quiet_import() -> Iterator[None]:
+    """Around any import that may bring TensorFlow in: ours, or an engine adapter's."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # C++ INFO/WARNING lines at import
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # its banner, and bit-for-bit repeatability
     with silenced_stderr():
+        yield
+
+
+@cache
+def load_tensorflow() -> Any:
+    with quiet_import():
         import tensorflow as tf
 
         tf.constant(0.0)  # the first op initialises the runtime, which logs too
@@ -46,8 +53,36 @@ def load_tensorflow() -> Any:
     return tf
 
 
-def reference_name() -> str:
-    return f"tensorflow {load_tensorflow().__version__}"
+# The distributions TensorFlow ships as; `tensorflow` first, as the others may depend on it.
+DISTRIBUTIONS = (
+    "tensorflow",
+    "tensorflow-cpu",
+    "tensorflow-macos",
+    "tensorflow-intel",
+    "tf-nightly",
+)
+
+
+@cache
+def installed_version() -> str | None:
+    """TensorFlow's version from its package metadata, without importing it; None if absent.
+
+    The reference cache keys on it, and a fully cached run must not pay TensorFlow's import.
+    """
+    from importlib import metadata
+
+    for distribution in DISTRIBUTIONS:
+        try:
+            return metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def reference_label(version: str | None = None) -> str:
+    """`RunResult.reference`: "tensorflow <version>" (`installed_version()` unless given)."""
+    version = version or installed_version()
+    return f"tensorflow {version}" if version else "tensorflow (not installed)"
 
 
 @with_op_methods

@@ -1,5 +1,6 @@
-"""The three report formats (SPEC §5, §7): rich for people, JSON for tools, JUnit for CI."""
+"""The report formats (SPEC §5, §7): rich for people, JSON for tools, JUnit and GitHub for CI."""
 
+from gradcheck.report.github_report import to_github
 from gradcheck.report.json_report import to_dict, to_json
 from gradcheck.report.junit_report import to_junit
 from gradcheck.report.rich_report import (
@@ -17,6 +18,7 @@ __all__ = [
     "render_case",
     "summary_line",
     "to_dict",
+    "to_github",
     "to_json",
     "to_junit",
 ]

@@ -64,7 +64,9 @@ def render(run: RunResult, console: Console, *, verbose: bool = False, quiet: bo
 def render_case(case: CaseResult, console: Console, verbose: bool = False) -> None:
     """Print one case: a single line when it passed or was skipped, else its diagnosis."""
     for renderable in _case_renderables(case, verbose, console.width):
-        console.print(renderable)
+        # A bare Text is a status line (`FAILED  file:line::name`), made to be copied and
+        # grepped: never break it mid-name; the terminal wraps it, as pytest's lines.
+        console.print(renderable, soft_wrap=isinstance(renderable, Text))
 
 
 def plain_text(case: CaseResult, *, width: int = 80) -> str:

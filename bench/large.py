@@ -1,0 +1,298 @@
+"""gradcheck on large cases: run time and peak memory against the bare computation.
+
+Two float32 cases, written as YAML with random input specs into a temporary folder:
+
+* ``matmul_chain``: ``matmul(matmul(x, y), z)`` with x, y, z of shape (8, 512, 512);
+* ``mlp``: three 1024-wide layers (tanh, relu, logsumexp) on a (512, 1024) batch.
+
+Time. `gradcheck` is what ``gradcheck run`` does in-process: load the file (inputs
+drawn from their specs) and ``runner.run`` it with the builtin engine, no reference
+cache. The baseline is the bare computation on the same arrays: the expression's
+forward and backward in TensorFlow (ops under a ``tf.GradientTape``) plus the builtin
+engine's forward and backward. Both run in one process after TensorFlow is imported
+and warmed up; each takes the best of REPEATS. Target: gradcheck <= 1.3x.
+
+Memory. Each (case, side) runs in a fresh subprocess, which reports its peak RSS
+(VmHWM, else ``ru_maxrss``: both see TensorFlow's allocations, unlike tracemalloc)
+above its RSS just before the work began, after TensorFlow's import and warm-up, the
+peak being reset to the RSS there. The bare side draws its inputs with the same
+loader, as it needs them too. Target: gradcheck <= 1.5x.
+
+    python bench/large.py              # both, one table
+    python bench/large.py --profile    # also cProfile one gradcheck run of each case
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import pstats
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPEATS = 5
+TIME_TARGET, MEMORY_TARGET = 1.3, 1.5
+# float32 sums of 512 to 1024 products: TensorFlow (Eigen) and NumPy (BLAS) add in a
+# different order, so the per-dtype default (rtol 1.3e-6) is too tight for these sizes.
+TOLERANCE = "{rtol: 1.0e-4, atol: 1.0e-3}"
+
+CASES = {
+    "matmul_chain": f"""\
+  - name: matmul_chain
+    description: a batched matmul chain, 8 x 512 x 512 operands
+    expr: matmul(matmul(x, y), z)
+    dtype: float32
+    cotangent: random
+    tolerance: {TOLERANCE}
+    inputs:
+      x: {{shape: [8, 512, 512], init: uniform, low: -1, high: 1}}
+      y: {{shape: [8, 512, 512], init: uniform, low: -0.1, high: 0.1}}
+      z: {{shape: [8, 512, 512], init: uniform, low: -0.1, high: 0.1}}
+""",
+    "mlp": f"""\
+  - name: mlp
+    description: three 1024-wide layers on a batch of 512
+    expr: |
+      h1 = tanh(x @ w1 + b1)
+      h2 = relu(h1 @ w2 + b2)
+      logsumexp(h2 @ w3 + b3, axis=1)
+    dtype: float32
+    cotangent: random
+    tolerance: {TOLERANCE}
+    inputs:
+      x: {{shape: [512, 1024], init: normal}}
+      w1: {{shape: [1024, 1024], init: uniform, low: -0.05, high: 0.05}}
+      b1: {{shape: [1024], init: normal}}
+      w2: {{shape: [1024, 1024], init: uniform, low: -0.05, high: 0.05}}
+      b2: {{shape: [1024], init: normal}}
+      w3: {{shape: [1024, 1024], init: uniform, low: -0.05, high: 0.05}}
+      b3: {{shape: [1024], init: normal}}
+""",
+}
+
+
+def write_case(folder: Path, name: str) -> Path:
+    path = folder / f"{name}.yaml"
+    path.write_text("cases:\n" + CASES[name])
+    return path
+
+
+# -- the two sides ---------------------------------------------------------------------
+
+
+def warm_up():
+    """Import TensorFlow and gradcheck's pipeline, and run one tiny case through both."""
+    from gradcheck.cases.loader import load_case
+    from gradcheck.engines.builtin import BuiltinEngine
+    from gradcheck.engines.tensorflow import load_tensorflow
+    from gradcheck.runner import check_case
+
+    tf = load_tensorflow()
+    case = load_case({"name": "warm", "expr": "sum(tanh(x @ y) + y)", "inputs": WARM_INPUTS})
+    check_case(case, BuiltinEngine)
+    bare(case, tf)
+    return tf
+
+
+WARM_INPUTS = {"x": {"shape": [4, 4]}, "y": {"shape": [4, 4]}}
+
+
+def gradcheck_side(path: Path):
+    """`gradcheck run PATH` in-process: load, then the runner with the builtin engine."""
+    from gradcheck.cases import load_file
+    from gradcheck.engines.builtin import BuiltinEngine
+    from gradcheck.runner import RunOptions, run
+
+    return run(load_file(path), BuiltinEngine, RunOptions())
+
+
+def bare(case, tf) -> None:
+    """Forward and backward in TensorFlow, then in the builtin engine: nothing else."""
+    from gradcheck.engines.builtin import BuiltinEngine
+
+    expression, dtype = case.expression, case.cotangent.dtype
+    with tf.GradientTape() as tape:
+        tensors = {}
+        for node in expression.nodes:
+            if node.is_input:
+                tensors[node] = tf.constant(case.inputs[node.name])
+                tape.watch(tensors[node])
+            elif node.is_literal:
+                tensors[node] = tf.constant(node.literal, dtype=dtype)
+            else:
+                args = [tensors[a] for a in node.args]
+                build = node.op.tf
+                tensors[node] = (
+                    build(tf, args, **node.attrs)
+                    if node.op.variadic
+                    else build(tf, *args, **node.attrs)
+                )
+    wrt = [expression.lookup(n) for n in case.wrt]
+    want = tape.gradient(
+        tensors[expression.output],
+        [tensors[n] for n in wrt],
+        output_gradients=tf.constant(case.cotangent),
+    )
+    [w.numpy() for w in want]
+    engine = BuiltinEngine()
+    built = {}
+    for node in expression.nodes:
+        if node.is_input:
+            built[node] = engine.leaf(node.name, case.inputs[node.name])
+        elif node.is_literal:
+            built[node] = engine.constant(np.asarray(node.literal, dtype))
+        else:
+            built[node] = engine.apply(node.op, [built[a] for a in node.args], node.attrs)
+    engine.grad(built[expression.output], [built[n] for n in wrt], case.cotangent)
+
+
+def best_of_each(*calls) -> list[float]:
+    """The best time of each `(fn, *args)` over REPEATS rounds, taking turns: the minimum
+    is the measure least disturbed by whatever else the machine is doing."""
+    best = [float("inf")] * len(calls)
+    for _ in range(REPEATS):
+        for i, (fn, *args) in enumerate(calls):
+            started = time.perf_counter()
+            fn(*args)
+            best[i] = min(best[i], time.perf_counter() - started)
+    return best
+
+
+# -- memory, one subprocess per (case, side) -------------------------------------------
+
+
+def status_mb(key: str) -> float | None:
+    """A field of /proc/self/status (Linux) in MB, or None."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(f"{key}:"):
+                    return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
+    return None
+
+
+def rss_mb() -> float:
+    return status_mb("VmRSS") or 0.0
+
+
+def peak_mb() -> float:
+    """The peak RSS: VmHWM where there is one, as `ru_maxrss` also counts the RSS of the
+    parent this process was forked from (Linux carries it over `exec`)."""
+    hwm = status_mb("VmHWM")
+    return hwm if hwm is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def reset_peak() -> bool:
+    """Lower the peak RSS to the current RSS (Linux >= 4.0), so that the import's peak,
+    often above what the work needs, does not hide the work's."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def measure(side: str, path: Path) -> None:
+    """In a fresh process: the peak RSS the work adds, as JSON on stdout."""
+    from gradcheck.cases import load_file
+
+    tf = warm_up()
+    reset = reset_peak()
+    before = rss_mb()
+    if side == "gradcheck":
+        statuses = [c.status for c in gradcheck_side(path).cases]
+    else:
+        cases = load_file(path)
+        for case in cases:
+            bare(case, tf)
+        statuses = ["n/a"]
+    print(json.dumps({"before": before, "peak": peak_mb(), "reset": reset, "statuses": statuses}))
+
+
+def memory(side: str, path: Path) -> dict:
+    out = subprocess.run(
+        [sys.executable, __file__, "--measure", side, str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+# -- main ------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--profile", action="store_true", help="cProfile a gradcheck run")
+    parser.add_argument("--measure", nargs=2, metavar=("SIDE", "PATH"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.measure:
+        measure(args.measure[0], Path(args.measure[1]))
+        return
+
+    from gradcheck.cases import load_file
+
+    tf = warm_up()
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {name: write_case(Path(tmp), name) for name in CASES}
+        rows, totals = [], [0.0, 0.0]
+        for name, path in paths.items():
+            result = gradcheck_side(path)
+            status = result.cases[0].status
+            assert status == "passed", f"{name}: {status} {result.cases[0].message}"
+            case = load_file(path)[0]
+            base, tool = best_of_each((bare, case, tf), (gradcheck_side, path))
+            totals[0] += base
+            totals[1] += tool
+            mem = {side: memory(side, path) for side in ("bare", "gradcheck")}
+            rows.append((name, base, tool, mem))
+            if args.profile:
+                profile(path)
+
+    print(f"time: best of {REPEATS}; memory: peak RSS above the RSS before the work")
+    print(f"{'case':<14}{'bare':>9}{'gradcheck':>11}{'ratio':>8}   "
+          f"{'bare MB':>9}{'gradcheck MB':>14}{'ratio':>8}")  # fmt: skip
+    for name, base, tool, mem in rows:
+        b = mem["bare"]["peak"] - mem["bare"]["before"]
+        g = mem["gradcheck"]["peak"] - mem["gradcheck"]["before"]
+        print(
+            f"{name:<14}{base:>8.2f}s{tool:>10.2f}s{tool / base:>7.2f}x   "
+            f"{b:>9.0f}{g:>14.0f}{g / b:>7.2f}x"
+        )
+    base, tool = totals
+    print(f"{'total':<14}{base:>8.2f}s{tool:>10.2f}s{tool / base:>7.2f}x")
+    print(f"targets: time <= {TIME_TARGET}x, memory <= {MEMORY_TARGET}x")
+    if not all(m[side]["reset"] for *_, m in rows for side in m):
+        print("  (could not reset the peak RSS: the memory numbers include the import's peak)")
+    for name, _, _, mem in rows:
+        print(
+            f"  {name}: absolute peak RSS bare {mem['bare']['peak']:.0f} MB, "
+            f"gradcheck {mem['gradcheck']['peak']:.0f} MB "
+            f"(before the work: {mem['bare']['before']:.0f} / {mem['gradcheck']['before']:.0f})"
+        )
+
+
+def profile(path: Path) -> None:
+    profiler = cProfile.Profile()
+    profiler.runcall(gradcheck_side, path)
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out).sort_stats("cumulative")
+    stats.print_stats(25)
+    print(f"-- cProfile of one gradcheck run of {path.name}, by cumulative time")
+    print("\n".join(out.getvalue().splitlines()[:60]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,433 @@
+"""The Python API: check one expression, or run case files, without the command line.
+
+    import gradcheck
+
+    result = gradcheck.check(
+        "sum(x * y, axis=1)",
+        {"x": {"shape": [2, 3]}, "y": [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]},
+        engine=MyEngine,             # a class, a zero-argument factory or an --engine spec
+        cotangent="random",          # any case-file key: wrt, dtype, tolerance, seed, ...
+    )
+    assert result.passed, result     # str(result) is the plain-text report
+    result.inputs["x"].max_abs_diff  # per input: status, shapes, diffs, arrays, hints
+    result.hints[0].code             # the best explanation, e.g. "fault:mul.self"
+
+    report = gradcheck.run("cases/", engine="my_engine.py:Engine", keyword="matmul")
+    assert report.passed, report     # every case's plain text, then the summary line
+
+`check` builds its case with the case-file loader (`cases.loader.load_case`), so its
+keyword options are validated exactly as a case file's keys are; a bad one raises
+`InvalidCaseError` (a `GradcheckError`) saying what to change. Input values may be
+numbers, nested lists, NumPy arrays (or anything `np.asarray` reads, such as another
+framework's tensors) or a random spec ``{"shape": [...], "init": ..., "seed": ...}``.
+
+Where the command line and the API differ:
+
+* `CheckResult.passed` is true only for a case that passed: a check that was skipped
+  (the engine does not support an op) checked nothing. `RunReport.passed` is the
+  command line's exit code 0, so there skipped cases pass unless ``strict=True``.
+* No reference cache unless `cache_dir` is given: a library call writes no files.
+
+Importing `gradcheck` imports nothing heavy; NumPy, the runner and (when a reference
+is computed) TensorFlow are imported on the first call.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Union
+
+from .errors import CaseFileError, UsageError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .cases.model import Case
+    from .results import CaseResult, Comparison, Hint, InputResult, NodeResult, RunResult
+
+EngineSpec = Union[str, type, Callable[[], Any]]  # noqa: UP007  (a runtime alias on 3.10)
+DEFAULT_NAME = "check"
+
+
+class InvalidCaseError(CaseFileError):
+    """`check` was given a case the loader refuses; the message says what to change.
+
+    `file` and `line` are the call site's (there is no case file), `name` the case's.
+    """
+
+    def __init__(self, message: str, *, file: str, line: int, name: str) -> None:
+        super().__init__(message, line)
+        self.file = file
+        self.name = name
+
+
+# -- results ---------------------------------------------------------------------------
+
+
+class InputCheck:
+    """How one differentiated input (or binding) compared: a view of an `InputResult`."""
+
+    __slots__ = ("result",)
+
+    def __init__(self, result: InputResult) -> None:
+        self.result = result
+
+    @property
+    def name(self) -> str:
+        return self.result.name
+
+    @property
+    def status(self) -> str:
+        """Either "passed" or "failed"."""
+        return self.result.comparison.status
+
+    @property
+    def passed(self) -> bool:
+        return self.result.comparison.passed
+
+    @property
+    def hints(self) -> list[Hint]:
+        """What explains this input's difference, strongest first."""
+        return self.result.hints
+
+    @property
+    def comparison(self) -> Comparison:
+        return self.result.comparison
+
+    @property
+    def reference_shape(self) -> tuple[int, ...]:
+        return self.result.comparison.reference_shape
+
+    @property
+    def engine_shape(self) -> tuple[int, ...]:
+        return self.result.comparison.engine_shape
+
+    @property
+    def max_abs_diff(self) -> float | None:
+        """The largest absolute difference; None when the shapes differ."""
+        return self.result.comparison.max_abs_diff
+
+    @property
+    def max_rel_diff(self) -> float | None:
+        return self.result.comparison.max_rel_diff
+
+    @property
+    def mismatched(self) -> int:
+        """How many elements are outside the tolerance (all of them when shapes differ)."""
+        return self.result.comparison.mismatched
+
+    @property
+    def size(self) -> int:
+        return self.result.comparison.size
+
+    @property
+    def worst_index(self) -> tuple[int, ...] | None:
+        return self.result.comparison.worst_index
+
+    @property
+    def reference(self) -> np.ndarray | None:
+        """TensorFlow's gradient (float64)."""
+        return self.result.comparison.reference
+
+    @property
+    def engine(self) -> np.ndarray | None:
+        """The engine's gradient (float64)."""
+        return self.result.comparison.engine
+
+    def __repr__(self) -> str:
+        c = self.result.comparison
+        return (
+            f"<InputCheck {self.name}: {c.status}, max_abs_diff={c.max_abs_diff}, "
+            f"mismatched={c.mismatched}/{c.size}>"
+        )
+
+
+class CheckResult:
+    """One case's outcome: a view of the `CaseResult` every reporter reads (`.case`).
+
+    ``str(result)`` is the plain-text report of the case, as `gradcheck run` prints it.
+    """
+
+    __slots__ = ("case",)
+
+    def __init__(self, case: CaseResult) -> None:
+        self.case = case
+
+    @property
+    def passed(self) -> bool:
+        """True only when the case ran and every comparison passed (not when skipped)."""
+        return self.case.status == "passed"
+
+    @property
+    def status(self) -> str:
+        """passed, failed, error, skipped or invalid."""
+        return self.case.status
+
+    @property
+    def name(self) -> str:
+        return self.case.name
+
+    @property
+    def expr(self) -> str:
+        return self.case.expr
+
+    @property
+    def location(self) -> str:
+        """``file:line``: the case file's, or for `check` the calling code's."""
+        return self.case.location
+
+    @property
+    def message(self) -> str:
+        """Why the case was skipped or errored, and notes (such as pinned `expect` problems)."""
+        return self.case.message
+
+    @property
+    def hints(self) -> list[Hint]:
+        """The diagnosis, strongest first: ``hints[0]`` is the best single explanation."""
+        return self.case.hints
+
+    @property
+    def inputs(self) -> dict[str, InputCheck]:
+        """Each compared input's result, by name, in `wrt` order."""
+        return {i.name: InputCheck(i) for i in self.case.inputs}
+
+    @property
+    def forward(self) -> Comparison | None:
+        """The forward values' comparison (None when the engine did not get that far)."""
+        return self.case.forward
+
+    @property
+    def nodes(self) -> list[NodeResult]:
+        """Localisation: each op node checked alone (failing cases only)."""
+        return self.case.nodes
+
+    @property
+    def traceback(self) -> str | None:
+        """The engine's traceback tail, for an error."""
+        return self.case.traceback
+
+    @property
+    def duration_s(self) -> float:
+        return self.case.duration_s
+
+    def __str__(self) -> str:
+        from .report import plain_text
+
+        return plain_text(self.case)
+
+    def __repr__(self) -> str:
+        top = f" ({self.case.hints[0].code})" if self.case.hints else ""
+        return f"<CheckResult {self.case.name}: {self.case.status}{top}>"
+
+
+class RunReport:
+    """A whole run: a view of the `RunResult` every reporter reads (`.run`).
+
+    ``str(report)`` is every case's plain-text report followed by the summary line.
+    """
+
+    __slots__ = ("run",)
+
+    def __init__(self, run: RunResult) -> None:
+        self.run = run
+
+    @property
+    def exit_code(self) -> int:
+        """What `gradcheck run` would exit with: 0, 1 (a failure or error) or 2 (invalid)."""
+        return self.run.exit_code
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """The count of each status, and duration_s."""
+        return self.run.summary
+
+    @property
+    def engine(self) -> str:
+        return self.run.engine
+
+    @property
+    def reference(self) -> str:
+        return self.run.reference
+
+    @property
+    def duration_s(self) -> float:
+        return self.run.duration_s
+
+    @property
+    def passed(self) -> bool:
+        """True when `gradcheck run` would exit 0: every case passed or was skipped."""
+        return self.run.exit_code == 0
+
+    @property
+    def cases(self) -> list[CheckResult]:
+        return [CheckResult(c) for c in self.run.cases]
+
+    def __iter__(self) -> Iterator[CheckResult]:
+        return iter(self.cases)
+
+    def __len__(self) -> int:
+        return len(self.run.cases)
+
+    def __str__(self) -> str:
+        from .report import plain_text, summary_line
+
+        return "".join(plain_text(c) for c in self.run.cases) + summary_line(self.run) + "\n"
+
+    def __repr__(self) -> str:
+        from .report import summary_line
+
+        return f"<RunReport {summary_line(self.run)}>"
+
+
+# -- the calls -------------------------------------------------------------------------
+
+
+def check(
+    expr: str,
+    inputs: Mapping[str, Any],
+    engine: EngineSpec = "builtin",
+    *,
+    diagnose: bool = True,
+    max_elements: int = 10_000_000,
+    cache_dir: str | os.PathLike[str] | None = None,
+    **case_options: Any,
+) -> CheckResult:
+    """Check `engine`'s gradients of `expr` at `inputs` against TensorFlow.
+
+    `case_options` are case-file keys (name, description, wrt, dtype, cotangent,
+    tolerance, seed, expect, tags), validated as a case file's are: an unknown or bad
+    one raises `InvalidCaseError`. `name` defaults to "check" (random inputs and
+    cotangents are seeded from it unless `seed` is given). `engine` is "builtin", an
+    ``--engine`` spec ("path/file.py:Class", "package.module:Class"), an engine class
+    or a zero-argument factory: every run of the case gets a fresh engine.
+    """
+    from .cases.loader import load_case
+    from .cases.model import InvalidCase
+
+    file, line = _caller()
+    data = {"name": DEFAULT_NAME, **case_options, "expr": expr, "inputs": _input_values(inputs)}
+    item = load_case(data, file=file, line=line, max_elements=max_elements)
+    if isinstance(item, InvalidCase):
+        raise InvalidCaseError(item.message, file=file, line=item.line, name=item.name)
+    factory = _engine_factory(engine)
+    return CheckResult(_check(item, factory, diagnose=diagnose, cache_dir=cache_dir))
+
+
+def run(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = "cases",
+    engine: EngineSpec = "builtin",
+    *,
+    keyword: str | None = None,
+    strict: bool = False,
+    fail_fast: bool = False,
+    diagnose: bool = True,
+    rtol: float | None = None,
+    atol: float | None = None,
+    max_elements: int = 10_000_000,
+    cache_dir: str | os.PathLike[str] | None = None,
+) -> RunReport:
+    """`gradcheck run` from Python: every case of the files and folders `paths` names.
+
+    The options are the command line's (`keyword` is ``-k``). Invalid cases are
+    reported in the result (exit code 2), not raised; a path that does not exist or a
+    bad engine raises a `GradcheckError`.
+    """
+    from .cases import Case, discover, load_file
+    from .cases.selection import matches
+    from .runner import run as run_cases
+
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    items = [
+        item
+        for path in discover(list(paths))
+        for item in load_file(path, max_elements=max_elements, rtol=rtol, atol=atol)
+    ]
+    if keyword:
+        items = [i for i in items if not isinstance(i, Case) or matches(keyword, i.name, i.tags)]
+    factory = _engine_factory(engine)
+    options = _options(strict=strict, fail_fast=fail_fast, diagnose=diagnose, cache_dir=cache_dir)
+    return RunReport(run_cases(items, factory, options))
+
+
+# -- helpers ---------------------------------------------------------------------------
+
+
+def _check(case: Case, factory: Callable[[], Any], **options: Any) -> CaseResult:
+    from .runner import check_case
+
+    return check_case(case, factory, _options(**options))
+
+
+def _options(*, cache_dir: str | os.PathLike[str] | None = None, **options: Any) -> Any:
+    from .runner import RunOptions
+
+    if cache_dir is None:
+        return RunOptions(**options)
+    from .cache import ReferenceCache
+
+    return RunOptions(**options, cache=ReferenceCache(cache_dir))
+
+
+def _input_values(inputs: Any) -> Any:
+    """Arrays from other libraries as NumPy; everything else as given, for the loader to judge."""
+    if not isinstance(inputs, Mapping):
+        return inputs  # the loader says what inputs must be
+    return {name: _input_value(value) for name, value in inputs.items()}
+
+
+def _input_value(value: Any) -> Any:
+    if isinstance(value, (Mapping, list, tuple, int, float, str, bool)) or value is None:
+        return value
+    import numpy as np
+
+    try:
+        array = np.asarray(value)
+        if array.dtype.kind not in "biufV":
+            return value
+        return array.astype(np.float64) if array.dtype.kind == "V" else array  # bfloat16
+    except (TypeError, ValueError):
+        return value
+
+
+def _engine_factory(engine: EngineSpec) -> Callable[[], Any]:
+    if isinstance(engine, str):
+        from .engines.adapters import load_engine
+
+        return load_engine(engine)
+    if inspect.isclass(engine):
+        for method in ("leaf", "value", "grad"):
+            if not callable(getattr(engine, method, None)):
+                raise UsageError(
+                    f"engine {engine.__name__} has no {method}() method; an engine needs "
+                    "leaf, value and grad, and one method per op it supports"
+                )
+        return engine
+    if callable(engine) and not callable(getattr(engine, "grad", None)):
+        return engine
+    raise UsageError(
+        f"engine must be 'builtin', an --engine spec ('path/file.py:Class' or "
+        f"'package.module:Class'), an engine class or a zero-argument factory, not "
+        f"{type(engine).__name__}"
+        + (": pass the class, every case needs a fresh instance" if hasattr(engine, "grad") else "")
+    )
+
+
+def _caller() -> tuple[str, int]:
+    """The file and line that called the API (outside this module), for reports and errors."""
+    frame = inspect.currentframe()
+    here = frame.f_code.co_filename if frame else __file__
+    while frame is not None and frame.f_code.co_filename == here:
+        frame = frame.f_back
+    if frame is None:
+        return "<python>", 1
+    file = frame.f_code.co_filename
+    try:
+        relative = Path(file).resolve().relative_to(Path.cwd().resolve())
+        file = str(relative)
+    except (ValueError, OSError):
+        pass
+    return file, frame.f_lineno

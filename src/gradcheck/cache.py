@@ -1,0 +1,284 @@
+"""The reference cache: TensorFlow's results kept between runs, so a re-run skips TensorFlow.
+
+A reference (the forward value and the gradients TensorFlow gives for one case) is
+stored under a key that hashes everything that determines it: the expression's source
+and the ops it resolves to (name, TensorFlow mapping, attributes with defaults filled
+in), the resolved inputs (name, dtype, shape, bytes), `wrt`, the dtype, the cotangent,
+TensorFlow's version, `TF_ENABLE_ONEDNN_OPTS` and `REFERENCE_VERSION`. Change any of
+them and the key changes, so a stale entry is never read; it is simply never hit again.
+
+Layout: ``<cache dir>/tensorflow-<version>/<key>.ref``, one file per reference.
+TensorFlow's version comes from its package metadata (`installed_version`), never
+from importing it: a run whose references are all cached does not import TensorFlow.
+Where TensorFlow is not installed at all (a CI that commits the cache), the cache
+reads the newest ``tensorflow-<version>`` folder it holds.
+
+An entry is ``gradcheck-reference <format> <sha256>\\n`` followed by a body: a one-line
+JSON header (key, versions, array names, dtypes and sizes, notes) and the arrays, each
+as `np.save` bytes, back to back. The sha256 covers the whole body, so a truncated or
+bit-flipped entry is detected, deleted and recomputed, never trusted; arrays are
+loaded with ``allow_pickle=False``. Entries are written with `write_atomic`, so an
+interrupted run leaves the old entry or the new one, never half of one.
+
+The cache never fails a run: an unreadable, unwritable, full or corrupt cache falls back
+to computing references, with one warning (to stderr) per run. Only references are
+cached, never failures: a case TensorFlow cannot compute is recomputed every run.
+
+When gradcheck's reference code changes in a way that changes results (the
+TensorFlow engine, the driver, an op's TensorFlow builder), bump `REFERENCE_VERSION`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+import re
+import sys
+from collections.abc import Callable
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from .atomic import write_atomic
+from .cases.model import Case
+from .engines.driver import EngineFailure, EngineRun
+from .engines.tensorflow import installed_version
+
+# Bump when the reference computation changes (TensorFlowEngine, run_engine, op.tf builders).
+REFERENCE_VERSION = 1
+DEFAULT_DIR = ".gradcheck_cache"
+FORMAT = 1
+MAGIC = b"gradcheck-reference"
+SUFFIX = ".ref"
+FILL_HINT = "run `gradcheck run` without --require-cache on a machine with TensorFlow to fill it"
+
+
+class ReferenceNotCached(EngineFailure):
+    """`--require-cache`: the case's reference is missing and may not be computed."""
+
+
+class CorruptEntry(Exception):
+    """An entry that fails its checksum or cannot be decoded."""
+
+
+def reference_key(
+    case: Case, tensorflow_version: str, reference_version: int = REFERENCE_VERSION
+) -> str:
+    """The sha256 (hex) of everything that determines TensorFlow's results for `case`."""
+    digest = hashlib.sha256()
+
+    def part(tag: str, data: bytes | str) -> None:
+        raw = data.encode() if isinstance(data, str) else data
+        digest.update(f"{tag}:{len(raw)}:".encode())  # length-prefixed: parts cannot run together
+        digest.update(raw)
+
+    part("reference", str(reference_version))
+    part("tensorflow", tensorflow_version)
+    part("onednn", os.environ.get("TF_ENABLE_ONEDNN_OPTS", "0"))
+    part("expr", case.expr)
+    ops = [
+        [n.op.name, n.op.tf_name, sorted(n.attrs.items())] for n in case.expression.op_nodes if n.op
+    ]
+    part("ops", json.dumps(ops, default=repr))
+    part("wrt", json.dumps(list(case.wrt)))
+    part("dtype", case.dtype)
+    for name in sorted(case.inputs):
+        part("input", name)
+        _hash_array(part, case.inputs[name])
+    part("cotangent", "")
+    _hash_array(part, case.cotangent)
+    return digest.hexdigest()
+
+
+def _hash_array(part: Callable[[str, bytes | str], None], array: np.ndarray) -> None:
+    array = np.asarray(array)
+    part("dtype", f"{array.dtype.name}/{array.dtype.str}")
+    part("shape", json.dumps(list(array.shape)))
+    part("data", np.ascontiguousarray(array).tobytes())
+
+
+def encode_entry(key: str, tensorflow_version: str, run: EngineRun) -> bytes:
+    arrays = [("forward", run.forward)] + [(f"grad:{n}", g) for n, g in run.grads.items()]
+    blobs, described = [], []
+    for name, array in arrays:
+        array = np.asarray(array)
+        buffer = io.BytesIO()
+        np.save(buffer, array, allow_pickle=False)
+        blobs.append(buffer.getvalue())
+        described.append({"name": name, "dtype": array.dtype.name, "size": len(blobs[-1])})
+    header = {
+        "key": key,
+        "tensorflow": tensorflow_version,
+        "reference_version": REFERENCE_VERSION,
+        "arrays": described,
+        "notes": list(run.notes),
+    }
+    body = json.dumps(header, sort_keys=True).encode() + b"\n" + b"".join(blobs)
+    checksum = hashlib.sha256(body).hexdigest()
+    return MAGIC + f" {FORMAT} {checksum}\n".encode() + body
+
+
+def decode_entry(raw: bytes, key: str) -> EngineRun:
+    """The reference an entry holds; `CorruptEntry` unless every check passes."""
+    try:
+        first, body = raw.split(b"\n", 1)
+        magic, version, checksum = first.split(b" ")
+        if magic != MAGIC or version != str(FORMAT).encode():
+            raise CorruptEntry("not a gradcheck reference entry of this format")
+        if hashlib.sha256(body).hexdigest().encode() != checksum:
+            raise CorruptEntry("checksum mismatch (truncated or altered)")
+        header_line, payload = body.split(b"\n", 1)
+        header = json.loads(header_line)
+        if header["key"] != key:
+            raise CorruptEntry("entry holds another key")
+        arrays: dict[str, np.ndarray] = {}
+        offset = 0
+        for item in header["arrays"]:
+            blob = payload[offset : offset + item["size"]]
+            offset += item["size"]
+            arrays[item["name"]] = _load_array(blob, item["dtype"])
+        if offset != len(payload) or "forward" not in arrays:
+            raise CorruptEntry("payload does not match its header")
+    except CorruptEntry:
+        raise
+    except Exception as e:  # whatever else a damaged entry makes the decoding raise
+        raise CorruptEntry(f"{type(e).__name__}: {e}") from e
+    grads = {n.removeprefix("grad:"): a for n, a in arrays.items() if n.startswith("grad:")}
+    return EngineRun(arrays["forward"], grads, notes=list(header["notes"]))
+
+
+def _load_array(blob: bytes, dtype_name: str) -> np.ndarray:
+    array = np.load(io.BytesIO(blob), allow_pickle=False)
+    if array.dtype.name != dtype_name:
+        # NumPy saves extension dtypes (ml_dtypes' bfloat16) as raw void bytes.
+        from .cases.model import numpy_dtype
+
+        wanted = numpy_dtype(dtype_name)
+        if array.dtype.itemsize != wanted.itemsize:
+            raise CorruptEntry(f"array saved as {array.dtype}, header says {dtype_name}")
+        array = array.view(wanted)
+    return array
+
+
+def _newest_version(directory: Path) -> str | None:
+    """The newest TensorFlow version the cache holds entries for (TensorFlow not installed)."""
+    try:
+        names = [p.name for p in directory.iterdir() if p.is_dir()]
+    except OSError:
+        return None
+    versions = [n.removeprefix("tensorflow-") for n in names if n.startswith("tensorflow-")]
+    return max(versions, key=lambda v: (tuple(map(int, re.findall(r"\d+", v))), v), default=None)
+
+
+def _print_warning(message: str) -> None:
+    print(f"gradcheck: warning: {message}", file=sys.stderr, flush=True)
+
+
+class ReferenceCache:
+    """TensorFlow's references on disk under `directory`; one object per run.
+
+    `get` and `put` never raise for a cache problem: the first one is reported through
+    `warn` (by default a line on stderr), later ones silently, and the reference is
+    computed instead. `hits`, `misses`, `stores` and `corrupt` count what happened.
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str] = DEFAULT_DIR,
+        *,
+        tensorflow_version: str | None = None,
+        warn: Callable[[str], None] = _print_warning,
+    ) -> None:
+        self.directory = Path(directory)
+        self._given_version = tensorflow_version
+        self._warn = warn
+        self.warned = False
+        self.writable = True
+        self.hits = self.misses = self.stores = self.corrupt = 0
+
+    @cached_property
+    def installed_version(self) -> str | None:
+        """The TensorFlow that would compute a missing reference (None: not installed)."""
+        return self._given_version or installed_version()
+
+    @cached_property
+    def tensorflow_version(self) -> str | None:
+        """The version entries are read for: the installed one, else the newest cached."""
+        return self.installed_version or _newest_version(self.directory)
+
+    def folder(self, version: str | None = None) -> Path:
+        version = version or self.tensorflow_version or "unknown"
+        return self.directory / f"tensorflow-{version.replace(os.sep, '_')}"
+
+    def key(self, case: Case) -> str | None:
+        version = self.tensorflow_version
+        return reference_key(case, version) if version else None
+
+    def path(self, case: Case) -> Path | None:
+        key = self.key(case)
+        return self.folder() / f"{key}{SUFFIX}" if key else None
+
+    def get(self, case: Case) -> EngineRun | None:
+        """The cached reference for `case`, or None (a miss) after counting why."""
+        run = self._read(case)
+        if run is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return run
+
+    def _read(self, case: Case) -> EngineRun | None:
+        path = self.path(case)
+        if path is None:
+            return None
+        try:
+            raw = path.read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as e:
+            self.warn(f"cannot read the reference cache ({e}); computing references instead")
+            return None
+        try:
+            return decode_entry(raw, path.stem)
+        except CorruptEntry as e:
+            self.corrupt += 1
+            self.warn(f"corrupt reference cache entry {path} ({e}); recomputing it")
+            with contextlib.suppress(OSError):  # `put` replaces it anyway
+                path.unlink()
+            return None
+
+    def put(self, case: Case, run: EngineRun) -> None:
+        """Store a reference just computed by the installed TensorFlow."""
+        version = self.installed_version
+        if not self.writable or version is None or version != self.tensorflow_version:
+            return
+        path = self.path(case)
+        if path is None:
+            return
+        try:
+            write_atomic(path, encode_entry(path.stem, version, run))
+        except Exception as e:  # full, read-only, not a directory: the run goes on uncached
+            self.writable = False
+            self.warn(
+                f"cannot write the reference cache in {self.directory} ({e}); "
+                "references will be computed again next run"
+            )
+            return
+        self.stores += 1
+
+    def warn(self, message: str) -> None:
+        if not self.warned:
+            self.warned = True
+            self._warn(message)
+
+    def not_cached_message(self, case: Case) -> str:
+        version = self.tensorflow_version
+        where = f"{self.folder()}" if version else f"{self.directory} (no tensorflow-* folder)"
+        return (
+            f"the reference is not cached in {where} and --require-cache forbids "
+            f"computing it; {FILL_HINT}"
+        )

@@ -1,0 +1,340 @@
+"""gradcheck as a pytest plugin: every case of a case file is a test item.
+
+Opt-in, so that it never takes over YAML that is not a case file::
+
+    pytest --gradcheck cases/                       # the YAML under cases/
+    pytest --gradcheck cases/seed.yaml::seed_batched_matmul_chain
+    pytest --gradcheck cases/ --gradcheck-engine examples/seed_engine.py -n 2
+
+or, in the ini file (``[tool.pytest.ini_options]`` in pyproject.toml)::
+
+    gradcheck_paths = ["cases"]                     # `pytest` alone now runs them too
+    gradcheck_engine = "mypkg.autodiff:Engine"      # default: builtin
+    gradcheck_cache_dir = ".gradcheck_cache"        # TensorFlow's references; default: none
+
+Which YAML files are case files (``*.yaml``/``*.yml``, hidden files left out):
+
+* those under a ``gradcheck_paths`` entry, whenever the ini option is set;
+* with ``--gradcheck``, also those under the paths given on the command line; with no
+  paths given and no ``gradcheck_paths``, those under ``<rootdir>/cases`` (the folder
+  ``gradcheck run`` reads by default).
+
+When pytest runs without paths on its command line (so ``testpaths`` apply), the case
+folders are collected as well as ``testpaths``. Without ``--gradcheck`` and without
+``gradcheck_paths`` the plugin collects nothing: a project's own ``pytest`` run is
+unchanged. ``-p no:gradcheck`` unloads it altogether.
+
+Each case is an item ``path/file.yaml::case_name``; its tags are ``-k`` keywords. A
+failing case fails with gradcheck's plain-text report, its best explanation (top hint
+and fix) first; an engine error fails the same way; a case the engine does not support
+is skipped with the reason (``--gradcheck-strict``: it fails). A case file with any
+problem is a collection error listing every problem as ``file:line: message``, as a
+Python test module with a syntax error is: pytest stops before running anything unless
+``--continue-on-collection-errors`` is given. Collection is deterministic, so
+pytest-xdist workers agree on the items.
+
+Nothing heavy is imported until it is needed: the case loader (NumPy) when a case file
+is collected, the engine and TensorFlow when the first item runs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from .cases import Case
+    from .engines.protocol import EngineFactory
+    from .results import CaseResult
+    from .runner import RunOptions
+
+SUFFIXES = (".yaml", ".yml")
+DEFAULT_ENGINE = "builtin"
+DEFAULT_CASES = "cases"  # as `gradcheck run`'s default path
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("gradcheck", "gradcheck: autodiff gradients against TensorFlow")
+    group.addoption(
+        "--gradcheck",
+        action="store_true",
+        default=False,
+        help="collect gradcheck case files (*.yaml/*.yml) under the given paths "
+        "(default: gradcheck_paths, else cases/), one test per case.",
+    )
+    group.addoption(
+        "--gradcheck-engine",
+        metavar="SPEC",
+        default=None,
+        help="engine to check: builtin, path/file.py[:Class] or pkg.module[:Class] "
+        "(default: the gradcheck_engine ini option, else builtin).",
+    )
+    group.addoption(
+        "--gradcheck-strict",
+        action="store_true",
+        default=False,
+        help="a case the engine does not support fails instead of being skipped.",
+    )
+    group.addoption(
+        "--gradcheck-cache-dir",
+        metavar="DIR",
+        default=None,
+        help="reuse TensorFlow's reference results kept in DIR between runs "
+        "(as gradcheck run --cache-dir; default: the gradcheck_cache_dir ini option, "
+        "else no cache).",
+    )
+    parser.addini(
+        "gradcheck_paths",
+        type="paths",
+        default=[],
+        help="gradcheck case files or folders; setting it turns the gradcheck plugin on.",
+    )
+    parser.addini(
+        "gradcheck_engine",
+        type="string",
+        default=DEFAULT_ENGINE,
+        help="engine the gradcheck plugin checks (--gradcheck-engine overrides it).",
+    )
+    parser.addini(
+        "gradcheck_cache_dir",
+        type="string",
+        default="",
+        help="folder for gradcheck's reference cache, relative to the rootdir (empty: none).",
+    )
+
+
+# --- which files, which engine ---------------------------------------------------------
+
+
+@dataclass
+class _State:
+    """What one pytest session's gradcheck settings resolve to."""
+
+    roots: list[Path]
+    engine_spec: str
+    strict: bool
+    cache_dir: Path | None
+    _engine: Any = field(default=None, repr=False)  # the factory, or the UsageError
+
+    def covers(self, path: Path) -> bool:
+        path = _absolute(path)
+        return any(path == root or root in path.parents for root in self.roots)
+
+    def engine(self) -> EngineFactory:
+        """The engine factory, loaded once per session, at the first item that runs."""
+        if self._engine is None:
+            from .engines.adapters import load_engine
+            from .errors import GradcheckError
+
+            try:
+                self._engine = load_engine(self.engine_spec)
+            except GradcheckError as e:
+                message = str(e)  # load_engine speaks of the CLI's option
+                if message.startswith("--engine"):
+                    message = "--gradcheck-engine" + message.removeprefix("--engine")
+                self._engine = EngineUnavailable(f"gradcheck: {message}")
+        if isinstance(self._engine, EngineUnavailable):
+            raise self._engine
+        return self._engine
+
+    def options(self) -> RunOptions:
+        from .runner import RunOptions
+
+        if self.cache_dir is None:
+            return RunOptions(strict=self.strict)
+        from .cache import ReferenceCache
+
+        return RunOptions(strict=self.strict, cache=ReferenceCache(self.cache_dir))
+
+
+_STATE = pytest.StashKey[_State]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    invocation_dir = config.invocation_params.dir
+    explicit = config.args_source == pytest.Config.ArgsSource.ARGS
+    ini_paths = [_absolute(Path(p)) for p in config.getini("gradcheck_paths")]
+    roots = list(ini_paths)
+    if config.getoption("gradcheck"):
+        if explicit:
+            roots += [_absolute(invocation_dir / arg.split("::")[0]) for arg in config.args]
+        elif not ini_paths:
+            roots.append(_absolute(config.rootpath / DEFAULT_CASES))
+    if config.args_source == pytest.Config.ArgsSource.TESTPATHS:
+        # No paths on the command line: the case folders join `testpaths`.
+        args = [_absolute(invocation_dir / arg) for arg in config.args]
+        for root in roots:
+            if root.exists() and not any(root == a or a in root.parents for a in args):
+                config.args.append(str(root))
+                args.append(root)
+
+    cli_engine = config.getoption("gradcheck_engine")
+    cli_cache = config.getoption("gradcheck_cache_dir")
+    ini_cache = config.getini("gradcheck_cache_dir")
+    if cli_cache:
+        cache_dir: Path | None = invocation_dir / cli_cache
+    elif ini_cache:
+        cache_dir = config.rootpath / ini_cache
+    else:
+        cache_dir = None
+    config.stash[_STATE] = _State(
+        roots=roots,
+        engine_spec=cli_engine or config.getini("gradcheck_engine") or DEFAULT_ENGINE,
+        strict=config.getoption("gradcheck_strict"),
+        cache_dir=cache_dir,
+    )
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    state = config.stash.get(_STATE, None)
+    if state is None or not state.roots:
+        return None
+    where = ", ".join(_display(root, config.rootpath) for root in state.roots)
+    return f"gradcheck: engine {state.engine_spec}, case files under {where}"
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CaseFile | None:
+    state = parent.config.stash.get(_STATE, None)
+    if (
+        state is None
+        or not state.roots
+        or file_path.suffix not in SUFFIXES
+        or file_path.name.startswith(".")
+        or not state.covers(file_path)
+    ):
+        return None
+    return CaseFile.from_parent(parent, path=file_path)
+
+
+# --- collection ----------------------------------------------------------------------
+
+
+class InvalidCaseFile(pytest.Collector.CollectError):
+    """A case file with problems; the message lists each as `file:line: message`."""
+
+
+class CaseFile(pytest.File):
+    """One case file: an item per case, or a collection error naming every problem."""
+
+    def collect(self) -> Iterator[CaseItem]:
+        from .cases import Case, load_file
+        from .errors import GradcheckError
+
+        shown = self.nodeid.split("::")[0] or self.path.name  # rootdir-relative, as node ids
+        try:
+            items = load_file(self.path)
+        except GradcheckError as e:
+            raise InvalidCaseFile(f"{shown}: {e}") from None
+        problems = [
+            f"{shown}:{item.line}: {item.message}" for item in items if not isinstance(item, Case)
+        ]
+        if problems:
+            raise InvalidCaseFile("\n".join(problems))
+        for case in items:
+            assert isinstance(case, Case)
+            case.file = shown  # reports name the file as pytest does, not by absolute path
+            yield CaseItem.from_parent(self, name=case.name, case=case)
+
+
+class CaseFailed(Exception):
+    """A case that failed or whose engine raised; carries gradcheck's result."""
+
+    def __init__(self, result: CaseResult) -> None:
+        super().__init__(result.message or result.status)
+        self.result = result
+
+
+class EngineUnavailable(Exception):
+    """`--gradcheck-engine` names no usable engine: every item fails with this message."""
+
+
+class CaseItem(pytest.Item):
+    """One case: checked against TensorFlow when it runs."""
+
+    def __init__(self, *, case: Case, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.case = case
+        self.result: CaseResult | None = None
+        self.extra_keyword_matches.update(case.tags)  # `-k matmul` selects by tag too
+
+    def runtest(self) -> None:
+        from .runner import check_case
+
+        state = self.config.stash[_STATE]
+        self.result = result = check_case(self.case, state.engine(), state.options())
+        if result.status == "skipped":
+            _skip(result.message or "skipped")
+        if result.status != "passed":
+            raise CaseFailed(result)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None) -> Any:
+        if isinstance(excinfo.value, CaseFailed):
+            brief = self.config.getoption("tbstyle", "auto") == "line"
+            return _failure_repr(excinfo.value.result, brief=brief)
+        if isinstance(excinfo.value, EngineUnavailable):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, self.case.line - 1, f"gradcheck: {self.name}"
+
+
+def failure_text(result: CaseResult) -> str:
+    """Why a case did not pass, best explanation first, then gradcheck's plain report.
+
+    The first line is the headline (top hint, else the message): pytest's short test
+    summary (``-ra``) and JUnit messages show it.
+    """
+    from .report import headline, plain_text
+
+    lines = [headline(result)]
+    if result.hints:
+        lines.append(f"fix: {result.hints[0].fix}")
+    return "\n".join(lines) + "\n\n" + plain_text(result)
+
+
+def _failure_repr(result: CaseResult, *, brief: bool = False) -> Any:
+    """`failure_text`, with the headline as the "crash" message pytest shows on one line.
+
+    A plain string would do, but then pytest's short summary on CI (and with ``-vv``)
+    repeats the whole report, and ``--tb=line`` shows its first 50 characters. This is
+    the shape pytest's own ``--tb=native`` gives, so pytest-xdist carries it intact.
+    `brief` (``--tb=line``): the headline at the case's line, nothing more.
+    """
+    from .report import headline
+
+    text = failure_text(result)
+    try:
+        from _pytest._code.code import ReprExceptionInfo, ReprFileLocation, ReprTracebackNative
+
+        return ReprExceptionInfo(
+            reprtraceback=ReprTracebackNative([] if brief else text.splitlines(keepends=True)),
+            reprcrash=ReprFileLocation(result.file, result.line, headline(result)),
+        )
+    except Exception:  # pytest's internals moved: the plain string is still the report
+        return text
+
+
+def _skip(reason: str) -> None:
+    # Located at the case (`cases/x.yaml:12: unsupported: ...` in `-rs`), not at this line.
+    try:
+        skipped = pytest.skip.Exception(reason, _use_item_location=True)
+    except TypeError:  # a pytest without the keyword: the location is this file's
+        skipped = pytest.skip.Exception(reason)
+    raise skipped
+
+
+def _absolute(path: Path) -> Path:
+    return Path(os.path.abspath(path))
+
+
+def _display(path: Path, rootpath: Path) -> str:
+    try:
+        return path.relative_to(rootpath).as_posix() or "."
+    except ValueError:
+        return str(path)

@@ -1,0 +1,61 @@
+"""GitHub Actions annotations (``--format github``): one ``::error`` per case that did not pass.
+
+Each failed, error or invalid case becomes a workflow command the runner turns into an
+annotation on the case's line in the pull request::
+
+    ::error file=cases/seed.yaml,line=23,title=gradcheck%3A seed_batched_matmul_chain::…
+
+The message is the case's headline (its top hint's code and message, else its message)
+and the top hint's fix. Passing and skipped cases get none. Values are escaped as the
+runner decodes them: ``%``, CR and LF everywhere, and ``:`` and ``,`` in properties too.
+The file is the case's path as given on the command line, with ``/`` separators: run
+gradcheck from the repository root so that it is the path GitHub knows.
+"""
+
+from __future__ import annotations
+
+from gradcheck.report.rich_report import headline
+from gradcheck.results import CaseResult, RunResult
+
+ANNOTATED = ("failed", "error", "invalid")
+
+
+def to_github(run: RunResult) -> str:
+    """The annotations, one line each, newline-terminated; empty when every case passed."""
+    return "".join(annotation(case) + "\n" for case in run.cases if case.status in ANNOTATED)
+
+
+def annotation(case: CaseResult) -> str:
+    """The ``::error`` workflow command for one case."""
+    properties = {
+        "file": _path(case.file),
+        "line": str(max(case.line, 1)),
+        "title": f"gradcheck: {case.name}",
+    }
+    props = ",".join(f"{key}={escape_property(value)}" for key, value in properties.items())
+    return f"::error {props}::{escape_data(message(case))}"
+
+
+def message(case: CaseResult) -> str:
+    """What the annotation says: the headline, then the top hint's fix."""
+    text = headline(case)
+    if case.hints:
+        text += f"\nfix: {case.hints[0].fix}"
+    return text
+
+
+def escape_data(text: str) -> str:
+    """A workflow command's message: ``%``, CR and LF percent-encoded."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """A workflow command's property value: as `escape_data`, and ``:`` and ``,`` too."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _path(file: str) -> str:
+    path = file.replace("\\", "/")
+    while path.startswith("./"):
+        path = path[2:]
+    return path

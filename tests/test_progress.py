@@ -1,0 +1,133 @@
+"""Progress and timing: the transient progress bar, `--durations N`, per-case durations."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from gradcheck import cli
+from gradcheck.cli import app
+
+ENV = {"COLUMNS": "200", "NO_COLOR": None, "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
+DURATION = re.compile(r"^\d+\.\d\ds \S+::\S+$")
+SUMMARY = re.compile(r"^\d+ passed in \d+\.\d\ds$")
+
+
+def write_cases(folder, count: int):
+    lines = ["cases:"]
+    for i in range(count):
+        lines += [
+            f"  - name: case_{i}",
+            f"    expr: sum(x * y, axis={i % 2})",
+            "    inputs: {x: {shape: [2, 3]}, y: {shape: [2, 3]}}",
+        ]
+    path = folder / f"cases_{count}.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # whatever a run writes (a reference cache) lands here
+    return tmp_path
+
+
+def run(*args: str):
+    return CliRunner().invoke(app, ["run", *args], env=ENV)
+
+
+def terminal_console(monkeypatch) -> None:
+    """Make `gradcheck run` believe stdout is a terminal (CliRunner's never is)."""
+    monkeypatch.setattr(
+        cli, "_console", lambda *a, **k: Console(force_terminal=True, highlight=False, width=120)
+    )
+
+
+def test_durations_lists_the_slowest_cases_after_the_summary(folder):
+    path = write_cases(folder, 4)
+    result = run(str(path.name), "--durations", "2")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.rstrip().splitlines()
+    summary = next(i for i, line in enumerate(lines) if SUMMARY.match(line))
+    assert lines[summary + 1 :][0] == "slowest 2 durations"
+    listed = lines[summary + 2 :]
+    assert len(listed) == 2 and all(DURATION.match(line) for line in listed), listed
+    assert listed[0].split()[1].startswith("cases_4.yaml::case_")
+    seconds = [float(line.split("s ")[0]) for line in listed]
+    assert seconds == sorted(seconds, reverse=True)
+
+
+def test_durations_zero_lists_every_case_and_json_keeps_stdout_clean(folder):
+    path = write_cases(folder, 3)
+    every = run(path.name, "--durations", "0", "-q")
+    listed = every.stdout.split("slowest durations\n")[1].splitlines()
+    assert sorted(line.split("::")[1] for line in listed) == ["case_0", "case_1", "case_2"]
+    as_json = run(path.name, "--durations", "1", "--format", "json")
+    assert json.loads(as_json.stdout)["summary"]["passed"] == 3
+    assert as_json.stderr.startswith("slowest 1 durations\n")
+    assert run(path.name).stdout.count("slowest") == 0
+
+
+def test_no_progress_output_when_not_a_terminal(folder):
+    path = write_cases(folder, 8)
+    result = run(path.name)
+    assert result.exit_code == 0
+    assert "\x1b" not in result.output
+    assert "checking" not in result.output and "━" not in result.output
+    assert result.stdout.count("PASSED") == 8
+
+
+def test_a_progress_bar_on_a_terminal_for_more_than_five_cases(folder, monkeypatch):
+    terminal_console(monkeypatch)
+    many = run(write_cases(folder, 8).name)
+    assert many.exit_code == 0
+    assert "checking" in many.stdout and "8/8" in many.stdout
+    assert "\x1b[?25l" in many.stdout  # the bar hides the cursor while it is drawn
+    assert many.stdout.count("PASSED") == 8
+    few = run(write_cases(folder, 5).name)
+    assert "checking" not in few.stdout
+
+
+def test_no_progress_bar_when_stdout_carries_json_or_junit(folder, monkeypatch):
+    terminal_console(monkeypatch)
+    path = write_cases(folder, 8)
+    as_json = run(path.name, "--format", "json")
+    assert json.loads(as_json.stdout)["summary"]["passed"] == 8
+    as_junit = run(path.name, "--format", "junit")
+    assert as_junit.stdout.lstrip().startswith("<?xml") and "checking" not in as_junit.stdout
+    to_file = run(path.name, "--format", "json", "--output", "report.json")
+    assert "checking" in to_file.stdout  # the terminal still gets the rich report
+
+
+def test_case_durations_leave_out_tensorflows_import(tmp_path):
+    """In a fresh process the first case pays TensorFlow's import; its duration must not."""
+    script = textwrap.dedent(
+        """
+        import json, sys, time
+        from gradcheck import runner
+        from gradcheck.cases import load_file
+        from gradcheck.engines.builtin import BuiltinEngine
+
+        case = load_file(sys.argv[1])[0]
+        assert "tensorflow" not in sys.modules
+        started = time.perf_counter()
+        result = runner.check_case(case, BuiltinEngine)
+        wall = time.perf_counter() - started
+        print(json.dumps([result.status, wall, result.duration_s, runner._startup_s]))
+        """
+    )
+    path = write_cases(tmp_path, 1)
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True
+    ).stdout
+    status, wall, duration, startup = json.loads(out.strip().splitlines()[-1])
+    assert status == "passed"
+    assert startup > 0.1  # importing TensorFlow takes seconds
+    assert duration == pytest.approx(wall - startup, abs=0.05)
