@@ -27,6 +27,7 @@ import gradcheck
 from gradcheck.cli import app
 from gradcheck.diagnosis.faults import CATALOGUE
 from gradcheck.ops import all_ops
+from spec_contract import SPEC_FAULTS
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED_ENGINE = "examples/seed_engine.py"
@@ -36,33 +37,6 @@ ENV = {"COLUMNS": "240", "NO_COLOR": None, "FORCE_COLOR": None, "TTY_COMPATIBLE"
 ANSI = re.compile(r"\x1b\[")
 SUMMARY = re.compile(r"^(?:\d+ \w+, )*\d+ \w+ in \d+\.\d\ds$")
 
-# SPEC §6: the catalogue `gradcheck faults` must list at least these.
-SPEC_FAULTS = (
-    "matmul.full-transpose",
-    "matmul.no-batch-reduce",
-    "broadcast.no-reduce",
-    "broadcast.leading-only",
-    "mul.self",
-    "sub.sign",
-    "div.sign",
-    "div.square",
-    "pow.exponent",
-    "tanh.from-input",
-    "sigmoid.from-input",
-    "relu.kink",
-    "log.inverted",
-    "sqrt.no-half",
-    "mean.no-divide",
-    "mean.total-size",
-    "sum.no-expand",
-    "max.all-ties",
-    "softmax.diagonal",
-    "log_softmax.no-softmax",
-    "transpose.perm-not-inverted",
-    "backprop.no-accumulate",
-    "backprop.traversal-order",
-    "backprop.no-upstream",
-)
 
 
 def sandbox(directory: Path) -> Path:
