@@ -89,6 +89,24 @@ def timed(command: list[str], cwd: Path, repeats: int) -> tuple[float, str]:
     return best, last
 
 
+SPIN = "import time; t = time.perf_counter(); sum(range(3 * 10**7)); print(time.perf_counter() - t)"
+
+
+def effective_cpus(workers: int) -> float:
+    """How many CPU-bound processes this machine really runs at once (up to `workers`):
+    `workers` spinning together against one alone. Shared or throttled machines give
+    fewer than os.cpu_count(), and no parallel run can beat that."""
+
+    def spin(count: int) -> float:
+        procs = [
+            subprocess.Popen([sys.executable, "-c", SPIN], stdout=subprocess.PIPE, text=True)
+            for _ in range(count)
+        ]
+        return max(float(p.communicate()[0]) for p in procs)
+
+    return workers * spin(1) / spin(workers)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=300)
@@ -112,6 +130,7 @@ def main() -> None:
             "gradcheck run (CLI)": gradcheck,
         }
         results = {label: timed(cmd, folder, args.repeats) for label, cmd in runs.items()}
+    capacity = effective_cpus(args.workers)
 
     print(
         f"{args.cases} cases (sizes 2 to 6 times {args.scale}), best of {args.repeats}, "
@@ -121,7 +140,10 @@ def main() -> None:
         print(f"  {label:<30}{seconds:>7.2f}s   {last}")
     serial = results["pytest --gradcheck (serial)"][0]
     parallel = results[f"pytest --gradcheck -n {args.workers}"][0]
-    print(f"speed-up with -n {args.workers}: {serial / parallel:.2f}x")
+    print(
+        f"speed-up with -n {args.workers}: {serial / parallel:.2f}x "
+        f"(this machine runs {capacity:.1f} CPU-bound processes at once: the ceiling)"
+    )
 
 
 if __name__ == "__main__":

@@ -123,7 +123,9 @@ def run(
     ] = True,
     durations: Annotated[
         int | None,
-        typer.Option(help="List the N slowest cases after the summary (0: every case).", min=0),
+        typer.Option(
+            help="List the N slowest cases after the summary (0: every case).", metavar="N", min=0
+        ),
     ] = None,
     cache: Annotated[
         bool,

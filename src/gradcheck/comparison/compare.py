@@ -37,6 +37,17 @@ def compare(want: np.ndarray, got: np.ndarray, tolerance: Tolerance) -> Comparis
             reference=want,
             engine=got,
         )
+    if np.array_equal(want, got, equal_nan=True):  # the common case, in one pass
+        return Comparison(
+            "passed",
+            **shapes,
+            max_abs_diff=0.0,
+            max_rel_diff=0.0,
+            mismatched=0,
+            size=want.size,
+            reference=want,
+            engine=got,
+        )
     ok = close_mask(want, got, tolerance)
     with np.errstate(invalid="ignore", divide="ignore"):
         diff = np.where(ok & ~np.isfinite(got - want), 0.0, np.abs(got - want))

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..cases.model import Case
 from ..comparison.compare import compare
+from ..engines.builtin import BuiltinEngine
 from ..engines.driver import EngineFailure, EngineRun, run_engine
 from ..engines.protocol import EngineFactory
 from ..ops.reductions import reduced_size
@@ -233,22 +234,35 @@ def _fingerprints(evidence: Evidence) -> list[Hint]:
     failing_ops = {n.op for n in evidence.result.nodes if n.status == "failed"}
     used_ops = {n.op.name for n in case.expression.op_nodes if n.op is not None}
     candidates = relevant_faults(failing_ops or used_ops)
-    return [_fault_hint(f, case) for f in candidates if _reproduces(f, evidence)]
+    correct = _grads(BuiltinEngine(), evidence)
+    return [_fault_hint(f, case) for f in candidates if _reproduces(f, evidence, correct)]
 
 
-def _reproduces(fault: Fault, evidence: Evidence) -> bool:
-    case, got = evidence.case, evidence.engine
+def _grads(engine: BuiltinEngine, evidence: Evidence) -> dict[str, np.ndarray] | None:
+    case = evidence.case
     try:
-        faulty = run_engine(
-            FaultyEngine(fault), case.expression, case.inputs, list(got.grads), case.cotangent
+        run = run_engine(
+            engine, case.expression, case.inputs, list(evidence.engine.grads), case.cotangent
         )
     except EngineFailure:
-        return False  # the fault does not even apply to these shapes
-    return all(
-        compare(faulty.grads[name], grad, case.tolerance).passed
-        and np.shape(grad) == np.shape(faulty.grads[name])
-        for name, grad in got.grads.items()
-    )
+        return None  # the fault does not even apply to these shapes
+    return run.grads
+
+
+def _matches(a: dict[str, np.ndarray], b: dict[str, np.ndarray], evidence: Evidence) -> bool:
+    return all(compare(a[name], b[name], evidence.case.tolerance).passed for name in a)
+
+
+def _reproduces(fault: Fault, evidence: Evidence, correct: dict[str, np.ndarray] | None) -> bool:
+    """The fault gives the engine's numbers, and on this case it changes something at all.
+
+    A fault that changes nothing here (a batch-axes fault on 2-D inputs) would otherwise
+    "reproduce" an engine whose only difference from the reference is rounding.
+    """
+    faulty = _grads(FaultyEngine(fault), evidence)
+    if faulty is None or not _matches(faulty, evidence.engine.grads, evidence):
+        return False
+    return correct is None or not _matches(faulty, correct, evidence)
 
 
 def _fault_hint(fault: Fault, case: Case) -> Hint:
