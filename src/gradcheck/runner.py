@@ -15,7 +15,14 @@ from .cases.model import Case, InvalidCase
 from .comparison.compare import compare
 from .diagnosis import Evidence, diagnose
 from .engines.adapters import engine_name
-from .engines.driver import EngineFailure, EngineRun, Unsupported, run_engine, traceback_tail
+from .engines.driver import (
+    EngineFailure,
+    EngineRun,
+    Unsupported,
+    call_engine,
+    run_engine,
+    traceback_tail,
+)
 from .engines.protocol import EngineFactory
 from .engines.tensorflow import (
     TensorFlowEngine,
@@ -103,12 +110,7 @@ def _check(
         return
     expect_problems = _check_expect(case, reference)
     try:
-        engine = engine_factory()
-    except Exception as e:
-        failure = EngineFailure(str(e), traceback_tail(e))
-        _error(result, f"creating the engine raised {type(e).__name__}: {e}", failure)
-        return
-    try:
+        engine = call_engine("creating the engine", engine_factory)
         got = run_engine(
             engine, case.expression, case.inputs, case.wrt, case.cotangent, ask_twice=True
         )

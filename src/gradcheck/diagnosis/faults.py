@@ -18,6 +18,7 @@ import numpy as np
 from ..engines.builtin import BuiltinEngine, Tensor
 from ..ops import Op, get_op
 from ..ops.broadcast import expand_reduced
+from ..ops.reductions import spread
 from ..ops.registry import VJP
 
 Reduce = Callable[[np.ndarray, tuple[int, ...]], np.ndarray]
@@ -56,12 +57,8 @@ def _no_reduce(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return g
 
 
-def _spread(g, x, axis, keepdims):
-    return np.broadcast_to(expand_reduced(g, x.shape, axis, keepdims), x.shape)
-
-
 def _all_ties(g, ans, x, axis, keepdims):
-    return _spread(g, x, axis, keepdims) * (x == expand_reduced(ans, x.shape, axis, keepdims))
+    return spread(g, x, axis, keepdims) * (x == expand_reduced(ans, x.shape, axis, keepdims))
 
 
 def _traversal_order_backward(
@@ -187,15 +184,13 @@ CATALOGUE: tuple[Fault, ...] = (
         "mean.no-divide",
         "mean's VJP is sum's: it does not divide by the number of averaged elements",
         "divide the spread gradient by N, the number of elements each mean averages",
-        vjps={("mean", 0): lambda g, ans, x, axis, keepdims: _spread(g, x, axis, keepdims)},
+        vjps={("mean", 0): lambda g, ans, x, axis, keepdims: spread(g, x, axis, keepdims)},
     ),
     Fault(
         "mean.total-size",
         "mean's VJP divides by the input's total size instead of the size of the reduced axes",
         "divide by the product of the reduced axes' sizes, not x.size",
-        vjps={
-            ("mean", 0): lambda g, ans, x, axis, keepdims: _spread(g, x, axis, keepdims) / x.size
-        },
+        vjps={("mean", 0): lambda g, ans, x, axis, keepdims: spread(g, x, axis, keepdims) / x.size},
     ),
     Fault(
         "sum.no-expand",

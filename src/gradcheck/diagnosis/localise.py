@@ -15,7 +15,7 @@ import numpy as np
 from ..cases.model import Case
 from ..comparison.compare import close_mask, compare
 from ..engines.builtin import BuiltinEngine
-from ..engines.driver import EngineFailure, Unsupported, run_engine
+from ..engines.driver import EngineFailure, Unsupported, build_expression, run_engine
 from ..engines.protocol import EngineFactory
 from ..expression import Expression, Node
 from ..results import NodeResult
@@ -50,16 +50,8 @@ def single_op(node: Node) -> tuple[Expression, list[str]]:
 def node_values(case: Case) -> dict[Node, np.ndarray]:
     """Every node's forward value in the case."""
     engine = BuiltinEngine()
-    built: dict[Node, object] = {}
-    for node in case.expression.nodes:
-        if node.is_input:
-            built[node] = engine.leaf(node.name or "", case.inputs[node.name or ""])
-        elif node.is_literal:
-            built[node] = engine.constant(np.asarray(node.literal, case.cotangent.dtype))
-        else:
-            args = [built[a] for a in node.args]
-            built[node] = engine.apply(node.op, args, node.attrs)  # type: ignore[arg-type]
-    return {node: engine.value(t) for node, t in built.items()}  # type: ignore[arg-type]
+    built = build_expression(engine, case.expression, case.inputs, set(), case.cotangent.dtype)
+    return {node: engine.value(tensor) for node, tensor in built.items()}
 
 
 def check_nodes(case: Case, engine_factory: EngineFactory) -> list[NodeCheck]:

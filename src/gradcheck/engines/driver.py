@@ -62,14 +62,16 @@ def run_engine(
     if missing:
         raise Unsupported(f"engine has no method for {', '.join(missing)}")
     dtype = cotangent.dtype
-    built = _build(engine, expression, inputs, _differentiable_inputs(expression, wrt), dtype)
+    built = build_expression(
+        engine, expression, inputs, _differentiable_inputs(expression, wrt), dtype
+    )
     output = built[expression.output]
-    forward = as_array(_call("value", engine.value, output), "value(output)")
+    forward = as_array(call_engine("value", engine.value, output), "value(output)")
     run = EngineRun(forward, {})
 
     def ask(names: Sequence[str]) -> dict[str, np.ndarray]:
         nodes = [built[expression.lookup(n)] for n in names]
-        result = _call("grad", engine.grad, output, nodes, cotangent.copy())
+        result = call_engine("grad", engine.grad, output, nodes, cotangent.copy())
         return _check_grads(result, names)
 
     try:
@@ -108,9 +110,14 @@ def _differentiable_inputs(expression: Expression, wrt: Sequence[str]) -> set[st
     return names
 
 
-def _build(
-    engine: Any, expression: Expression, inputs: Mapping[str, np.ndarray], wrt: set[str], dtype
+def build_expression(
+    engine: Any,
+    expression: Expression,
+    inputs: Mapping[str, np.ndarray],
+    wrt: set[str],
+    dtype: np.dtype,
 ) -> dict[Node, Any]:
+    """Every node of `expression` built in `engine`; inputs in `wrt` as leaves."""
     make_constant = getattr(engine, "constant", None)
     built: dict[Node, Any] = {}
     for node in expression.nodes:
@@ -137,10 +144,10 @@ def _build(
 
 
 def _build_call(what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """`_call` while building: NotImplementedError means "not supported", like a missing
+    """`call_engine` while building: NotImplementedError means "not supported", like a missing
     method (an adapter scaffold's stubs raise it; so may an op for some attributes)."""
     try:
-        return _call(what, fn, *args, **kwargs)
+        return call_engine(what, fn, *args, **kwargs)
     except EngineFailure as failure:
         if isinstance(failure.__cause__, NotImplementedError):
             reason = str(failure.__cause__)
@@ -150,7 +157,8 @@ def _build_call(what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) ->
         raise
 
 
-def _call(what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def call_engine(what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call into an engine; whatever it raises becomes an `EngineFailure` saying `what`."""
     try:
         return fn(*args, **kwargs)
     except Exception as e:
@@ -176,10 +184,9 @@ def as_array(value: Any, what: str) -> np.ndarray:
     if value is None:
         raise EngineFailure(f"{what} returned None")
     try:
-        array = np.asarray(value)
-        if array.dtype.kind not in "biuf":
-            array = array.astype(np.float64)  # bfloat16 and friends; fails for non-numbers
-        return array.astype(np.float64)
+        # A copy: an engine may go on to change the array it returned (and bfloat16,
+        # strings and objects go through the same conversion, which refuses non-numbers).
+        return np.array(value, dtype=np.float64)
     except (TypeError, ValueError) as e:
         raise EngineFailure(
             f"{what} returned {type(value).__name__}, which is not a numeric array ({e})"

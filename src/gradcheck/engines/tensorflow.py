@@ -93,8 +93,8 @@ class TensorFlowEngine:
 
     def __init__(self) -> None:
         self.tf = load_tensorflow()
-        # Persistent, so the gradients can be asked for twice (the stale-gradient check).
-        self.tape = self.tf.GradientTape(persistent=True)
+        # Entered around each op (the driver builds op by op), exited before `grad`.
+        self.tape = self.tf.GradientTape()
 
     def leaf(self, name: str, value: Any) -> Any:
         tensor = self.tf.constant(value)

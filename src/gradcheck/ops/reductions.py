@@ -46,7 +46,8 @@ def reduction(name: str, forward: Callable, vjp: VJP, tf_fn: str, doc: str, kink
     )
 
 
-def _spread(g, x, axis, keepdims):
+def spread(g, x, axis, keepdims):
+    """A reduction's gradient back over every element it summarised."""
     return np.broadcast_to(expand_reduced(g, x.shape, axis, keepdims), x.shape)
 
 
@@ -54,7 +55,7 @@ def _extremum_vjp(g, ans, x, axis, keepdims):
     # TensorFlow splits the gradient equally among the elements that tie for the extremum.
     winners = x == expand_reduced(ans, x.shape, axis, keepdims)
     count = winners.sum(axis=_np_axis(axis), keepdims=True)
-    return _spread(g, x, axis, keepdims) * winners / count
+    return spread(g, x, axis, keepdims) * winners / count
 
 
 def _logsumexp(x, axis, keepdims):
@@ -66,12 +67,12 @@ def _logsumexp(x, axis, keepdims):
 
 reduction(
     "sum", np.sum,
-    lambda g, ans, x, axis, keepdims: _spread(g, x, axis, keepdims),
+    lambda g, ans, x, axis, keepdims: spread(g, x, axis, keepdims),
     "reduce_sum", "sum over axis",
 )
 reduction(
     "mean", np.mean,
-    lambda g, ans, x, axis, keepdims: _spread(g, x, axis, keepdims) / reduced_size(x.shape, axis),
+    lambda g, ans, x, axis, keepdims: spread(g, x, axis, keepdims) / reduced_size(x.shape, axis),
     "reduce_mean", "mean over axis",
 )
 reduction(
@@ -84,7 +85,7 @@ reduction(
 )
 reduction(
     "logsumexp", _logsumexp,
-    lambda g, ans, x, axis, keepdims: _spread(g, x, axis, keepdims)
+    lambda g, ans, x, axis, keepdims: spread(g, x, axis, keepdims)
     * np.exp(x - expand_reduced(ans, x.shape, axis, keepdims)),
     "reduce_logsumexp", "log(sum(exp(x))) over axis, computed stably",
 )
