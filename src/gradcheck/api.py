@@ -335,19 +335,14 @@ def run(
     reported in the result (exit code 2), not raised; a path that does not exist or a
     bad engine raises a `GradcheckError`.
     """
-    from .cases import Case, discover, load_file
-    from .cases.selection import matches
+    from .cases import load_paths
     from .runner import run as run_cases
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    items = [
-        item
-        for path in discover(list(paths))
-        for item in load_file(path, max_elements=max_elements, rtol=rtol, atol=atol)
-    ]
-    if keyword:
-        items = [i for i in items if not isinstance(i, Case) or matches(keyword, i.name, i.tags)]
+    items = load_paths(
+        list(paths), keyword=keyword, max_elements=max_elements, rtol=rtol, atol=atol
+    )
     factory = _engine_factory(engine)
     options = _options(strict=strict, fail_fast=fail_fast, diagnose=diagnose, cache_dir=cache_dir)
     return RunReport(run_cases(items, factory, options))

@@ -15,7 +15,7 @@ import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -29,7 +29,7 @@ app = typer.Typer(
     help="Check an autodiff engine's gradients against TensorFlow and explain every mismatch.",
 )
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_USAGE = 0, 2  # 1 (a failure) is RunResult.exit_code's
 DEFAULT_PATHS = [Path("cases")]
 
 
@@ -41,7 +41,7 @@ class Format(str, enum.Enum):
 
 
 Paths = Annotated[
-    Optional[list[Path]],  # noqa: UP045  (typer reads the annotation at run time on 3.10)
+    list[Path] | None,
     typer.Argument(help="Case files or folders searched for *.yaml/*.yml [default: cases/]."),
 ]
 
@@ -85,7 +85,7 @@ def run(
         typer.Option("--engine", "-e", help="builtin, path/file.py[:Class] or pkg.module[:Class]."),
     ] = "builtin",
     keyword: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option("-k", help="Only cases whose name or tag matches (not/and/or)."),
     ] = None,
     fail_fast: Annotated[
@@ -99,7 +99,7 @@ def run(
     ] = False,
     format: Annotated[Format, typer.Option("--format", "-f", help="Report format.")] = Format.rich,
     output: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option(
             "--output",
             "-o",
@@ -109,12 +109,8 @@ def run(
     strict: Annotated[
         bool, typer.Option(help="Unsupported cases fail instead of being skipped.")
     ] = False,
-    rtol: Annotated[
-        float | None, typer.Option(help="Override every case's rtol.", min=0)
-    ] = None,
-    atol: Annotated[
-        float | None, typer.Option(help="Override every case's atol.", min=0)
-    ] = None,
+    rtol: Annotated[float | None, typer.Option(help="Override every case's rtol.", min=0)] = None,
+    atol: Annotated[float | None, typer.Option(help="Override every case's atol.", min=0)] = None,
     max_elements: Annotated[
         int, typer.Option(help="Refuse inputs larger than this.", min=1)
     ] = 10_000_000,
@@ -144,13 +140,16 @@ def run(
 ) -> None:
     """Check every case against TensorFlow."""
     from .cache import ReferenceCache
+    from .cases import load_paths
     from .report import render, to_github, to_json, to_junit
     from .runner import RunOptions
     from .runner import run as run_cases
 
     if require_cache and not cache:
         raise GradcheckError("--require-cache needs the cache; drop --no-cache")
-    items = _load(paths, keyword, max_elements=max_elements, rtol=rtol, atol=atol)
+    items = load_paths(
+        paths or DEFAULT_PATHS, keyword=keyword, max_elements=max_elements, rtol=rtol, atol=atol
+    )
     factory = _engine(engine)
     options = RunOptions(
         strict=strict,
@@ -190,14 +189,14 @@ def run(
 @boundary
 def list_cases(
     paths: Paths = None,
-    keyword: Annotated[Optional[str], typer.Option("-k", help="Only matching cases.")] = None,  # noqa: UP045
+    keyword: Annotated[str | None, typer.Option("-k", help="Only matching cases.")] = None,
 ) -> None:
     """List the cases the paths hold, and every problem in their files."""
     from rich.markup import escape
 
-    from .cases import Case
+    from .cases import Case, load_paths
 
-    items = _load(paths, keyword)
+    items = load_paths(paths or DEFAULT_PATHS, keyword=keyword)
     console = _console()
     for item in items:
         if isinstance(item, Case):
@@ -306,18 +305,6 @@ def _print_durations(result, count: int, *, stderr: bool) -> None:
     lines = [f"{c.duration_s:.2f}s {c.file}::{c.name}" for c in (ran[:count] if count else ran)]
     heading = f"slowest {count} durations" if count else "slowest durations"
     typer.echo("\n".join([heading, *lines]), err=stderr)
-
-
-def _load(paths, keyword, **options):
-    from .cases import Case, discover, load_file
-    from .cases.selection import matches
-
-    items = [
-        item for path in discover(paths or DEFAULT_PATHS) for item in load_file(path, **options)
-    ]
-    if keyword:
-        items = [i for i in items if not isinstance(i, Case) or matches(keyword, i.name, i.tags)]
-    return items
 
 
 def _engine(spec: str):

@@ -1,7 +1,15 @@
 """Case files: discovered on disk, loaded into validated `Case`s, described by a schema."""
 
-from .loader import discover, load_file
+from .loader import discover, load_file, load_paths
 from .model import Case, InvalidCase, Tolerance
 from .schema import case_file_schema
 
-__all__ = ["Case", "InvalidCase", "Tolerance", "case_file_schema", "discover", "load_file"]
+__all__ = [
+    "Case",
+    "InvalidCase",
+    "Tolerance",
+    "case_file_schema",
+    "discover",
+    "load_file",
+    "load_paths",
+]

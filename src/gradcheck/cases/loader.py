@@ -44,6 +44,7 @@ from ..ops import has_op
 from ..ops.broadcast import fmt_shape
 from .inputs import random_cotangent, random_input, stable_seed
 from .model import DEFAULT_TOLERANCES, DTYPES, Case, InvalidCase, Tolerance, numpy_dtype
+from .selection import matches
 
 TOP_KEYS = ("defaults", "cases")
 CASE_KEYS = (
@@ -143,6 +144,18 @@ def _located(value: Any, line: int) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     return value
+
+
+def load_paths(
+    paths: Sequence[str | Path], *, keyword: str | None = None, **options: Any
+) -> list[Case | InvalidCase]:
+    """Every case of the files `paths` name (see `discover`), those matching `keyword`
+    (``-k``) if given; invalid ones always, since a broken file needs fixing whatever
+    is selected. `options` are `load_file`'s."""
+    items = [item for path in discover(paths) for item in load_file(path, **options)]
+    if keyword:
+        items = [i for i in items if not isinstance(i, Case) or matches(keyword, i.name, i.tags)]
+    return items
 
 
 def read_yaml(text: str) -> Any:
