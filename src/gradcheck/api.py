@@ -38,17 +38,16 @@ import inspect
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 from .errors import CaseFileError, UsageError
 
 if TYPE_CHECKING:
-    import numpy as np
 
     from .cases.model import Case
-    from .results import CaseResult, Comparison, Hint, InputResult, NodeResult, RunResult
+    from .results import CaseResult, Comparison, Hint, InputResult, RunResult
 
-EngineSpec = Union[str, type, Callable[[], Any]]  # noqa: UP007  (a runtime alias on 3.10)
+EngineSpec = str | type | Callable[[], Any]
 DEFAULT_NAME = "check"
 
 
@@ -67,8 +66,26 @@ class InvalidCaseError(CaseFileError):
 # -- results ---------------------------------------------------------------------------
 
 
-class InputCheck:
-    """How one differentiated input (or binding) compared: a view of an `InputResult`."""
+class _View:
+    """A result object's fields, reached through the view (`_target`), plus what it adds."""
+
+    __slots__ = ()
+
+    def _target(self) -> Any:
+        raise NotImplementedError
+
+    def __getattr__(self, field: str) -> Any:
+        # Only what the view lacks gets here; its own slots never (copy and pickle probe them).
+        if field.startswith("_") or field in type(self).__slots__:
+            raise AttributeError(field)
+        return getattr(self._target(), field)
+
+
+class InputCheck(_View):
+    """How one differentiated input (or binding) compared: its `name`, `hints`, `passed`
+    and every field of its `Comparison` (`status`, `reference_shape`, `engine_shape`,
+    `max_abs_diff`, `max_rel_diff`, `mismatched`, `size`, `worst_index`, and the
+    `reference` and `engine` arrays in float64)."""
 
     __slots__ = ("result",)
 
@@ -80,73 +97,23 @@ class InputCheck:
         return self.result.name
 
     @property
-    def status(self) -> str:
-        """Either "passed" or "failed"."""
-        return self.result.comparison.status
-
-    @property
-    def passed(self) -> bool:
-        return self.result.comparison.passed
-
-    @property
     def hints(self) -> list[Hint]:
-        """What explains this input's difference, strongest first."""
         return self.result.hints
 
-    @property
-    def comparison(self) -> Comparison:
+    def _target(self) -> Comparison:
         return self.result.comparison
 
-    @property
-    def reference_shape(self) -> tuple[int, ...]:
-        return self.result.comparison.reference_shape
-
-    @property
-    def engine_shape(self) -> tuple[int, ...]:
-        return self.result.comparison.engine_shape
-
-    @property
-    def max_abs_diff(self) -> float | None:
-        """The largest absolute difference; None when the shapes differ."""
-        return self.result.comparison.max_abs_diff
-
-    @property
-    def max_rel_diff(self) -> float | None:
-        return self.result.comparison.max_rel_diff
-
-    @property
-    def mismatched(self) -> int:
-        """How many elements are outside the tolerance (all of them when shapes differ)."""
-        return self.result.comparison.mismatched
-
-    @property
-    def size(self) -> int:
-        return self.result.comparison.size
-
-    @property
-    def worst_index(self) -> tuple[int, ...] | None:
-        return self.result.comparison.worst_index
-
-    @property
-    def reference(self) -> np.ndarray | None:
-        """TensorFlow's gradient (float64)."""
-        return self.result.comparison.reference
-
-    @property
-    def engine(self) -> np.ndarray | None:
-        """The engine's gradient (float64)."""
-        return self.result.comparison.engine
-
     def __repr__(self) -> str:
-        c = self.result.comparison
         return (
-            f"<InputCheck {self.name}: {c.status}, max_abs_diff={c.max_abs_diff}, "
-            f"mismatched={c.mismatched}/{c.size}>"
+            f"<InputCheck {self.name}: {self.status}, max_abs_diff={self.max_abs_diff}, "
+            f"mismatched={self.mismatched}/{self.size}>"
         )
 
 
-class CheckResult:
-    """One case's outcome: a view of the `CaseResult` every reporter reads (`.case`).
+class CheckResult(_View):
+    """One case's outcome: every field of the `CaseResult` the reporters read (`.case`:
+    `status`, `name`, `expr`, `location`, `message`, `hints` strongest first, `forward`,
+    `nodes`, `traceback`, `duration_s`), with `inputs` by name and `passed`.
 
     ``str(result)`` is the plain-text report of the case, as `gradcheck run` prints it.
     """
@@ -162,56 +129,12 @@ class CheckResult:
         return self.case.status == "passed"
 
     @property
-    def status(self) -> str:
-        """passed, failed, error, skipped or invalid."""
-        return self.case.status
-
-    @property
-    def name(self) -> str:
-        return self.case.name
-
-    @property
-    def expr(self) -> str:
-        return self.case.expr
-
-    @property
-    def location(self) -> str:
-        """``file:line``: the case file's, or for `check` the calling code's."""
-        return self.case.location
-
-    @property
-    def message(self) -> str:
-        """Why the case was skipped or errored, and notes (such as pinned `expect` problems)."""
-        return self.case.message
-
-    @property
-    def hints(self) -> list[Hint]:
-        """The diagnosis, strongest first: ``hints[0]`` is the best single explanation."""
-        return self.case.hints
-
-    @property
     def inputs(self) -> dict[str, InputCheck]:
         """Each compared input's result, by name, in `wrt` order."""
         return {i.name: InputCheck(i) for i in self.case.inputs}
 
-    @property
-    def forward(self) -> Comparison | None:
-        """The forward values' comparison (None when the engine did not get that far)."""
-        return self.case.forward
-
-    @property
-    def nodes(self) -> list[NodeResult]:
-        """Localisation: each op node checked alone (failing cases only)."""
-        return self.case.nodes
-
-    @property
-    def traceback(self) -> str | None:
-        """The engine's traceback tail, for an error."""
-        return self.case.traceback
-
-    @property
-    def duration_s(self) -> float:
-        return self.case.duration_s
+    def _target(self) -> CaseResult:
+        return self.case
 
     def __str__(self) -> str:
         from .report import plain_text
@@ -223,8 +146,11 @@ class CheckResult:
         return f"<CheckResult {self.case.name}: {self.case.status}{top}>"
 
 
-class RunReport:
-    """A whole run: a view of the `RunResult` every reporter reads (`.run`).
+class RunReport(_View):
+    """A whole run: every field of the `RunResult` the reporters read (`.run`:
+    `exit_code`, `summary`, `engine`, `reference`, `duration_s`), with `cases` as
+    `CheckResult`s and `passed` (what `gradcheck run` would exit 0 for: every case
+    passed or was skipped).
 
     ``str(report)`` is every case's plain-text report followed by the summary line.
     """
@@ -235,35 +161,15 @@ class RunReport:
         self.run = run
 
     @property
-    def exit_code(self) -> int:
-        """What `gradcheck run` would exit with: 0, 1 (a failure or error) or 2 (invalid)."""
-        return self.run.exit_code
-
-    @property
-    def summary(self) -> dict[str, Any]:
-        """The count of each status, and duration_s."""
-        return self.run.summary
-
-    @property
-    def engine(self) -> str:
-        return self.run.engine
-
-    @property
-    def reference(self) -> str:
-        return self.run.reference
-
-    @property
-    def duration_s(self) -> float:
-        return self.run.duration_s
-
-    @property
     def passed(self) -> bool:
-        """True when `gradcheck run` would exit 0: every case passed or was skipped."""
         return self.run.exit_code == 0
 
     @property
     def cases(self) -> list[CheckResult]:
         return [CheckResult(c) for c in self.run.cases]
+
+    def _target(self) -> RunResult:
+        return self.run
 
     def __iter__(self) -> Iterator[CheckResult]:
         return iter(self.cases)
