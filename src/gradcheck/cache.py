@@ -210,8 +210,8 @@ class ReferenceCache:
         """The version entries are read for: the installed one, else the newest cached."""
         return self.installed_version or _newest_version(self.directory)
 
-    def folder(self, version: str | None = None) -> Path:
-        version = version or self.tensorflow_version or "unknown"
+    def folder(self) -> Path:
+        version = self.tensorflow_version or "unknown"
         return self.directory / f"tensorflow-{version.replace(os.sep, '_')}"
 
     def key(self, case: Case) -> str | None:

@@ -42,6 +42,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -142,7 +143,9 @@ class _State:
             raise self._engine
         return self._engine
 
+    @cached_property
     def options(self) -> RunOptions:
+        """Made once per session: one reference cache, so one warning at most."""
         from .runner import RunOptions
 
         if self.cache_dir is None:
@@ -266,7 +269,7 @@ class CaseItem(pytest.Item):
         from .runner import check_case
 
         state = self.config.stash[_STATE]
-        self.result = result = check_case(self.case, state.engine(), state.options())
+        self.result = result = check_case(self.case, state.engine(), state.options)
         if result.status == "skipped":
             _skip(result.message or "skipped")
         if result.status != "passed":
