@@ -36,7 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
+from baseline import bare_gradients
 
 REPEATS = 5
 TIME_TARGET, MEMORY_TARGET = 1.3, 1.5
@@ -116,42 +116,7 @@ def gradcheck_side(path: Path):
 
 def bare(case, tf) -> None:
     """Forward and backward in TensorFlow, then in the builtin engine: nothing else."""
-    from gradcheck.engines.builtin import BuiltinEngine
-
-    expression, dtype = case.expression, case.cotangent.dtype
-    with tf.GradientTape() as tape:
-        tensors = {}
-        for node in expression.nodes:
-            if node.is_input:
-                tensors[node] = tf.constant(case.inputs[node.name])
-                tape.watch(tensors[node])
-            elif node.is_literal:
-                tensors[node] = tf.constant(node.literal, dtype=dtype)
-            else:
-                args = [tensors[a] for a in node.args]
-                build = node.op.tf
-                tensors[node] = (
-                    build(tf, args, **node.attrs)
-                    if node.op.variadic
-                    else build(tf, *args, **node.attrs)
-                )
-    wrt = [expression.lookup(n) for n in case.wrt]
-    want = tape.gradient(
-        tensors[expression.output],
-        [tensors[n] for n in wrt],
-        output_gradients=tf.constant(case.cotangent),
-    )
-    [w.numpy() for w in want]
-    engine = BuiltinEngine()
-    built = {}
-    for node in expression.nodes:
-        if node.is_input:
-            built[node] = engine.leaf(node.name, case.inputs[node.name])
-        elif node.is_literal:
-            built[node] = engine.constant(np.asarray(node.literal, dtype))
-        else:
-            built[node] = engine.apply(node.op, [built[a] for a in node.args], node.attrs)
-    engine.grad(built[expression.output], [built[n] for n in wrt], case.cotangent)
+    bare_gradients(case, tf)
 
 
 def best_of_each(*calls) -> list[float]:

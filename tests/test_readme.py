@@ -1,0 +1,15 @@
+"""The README's adapter example is examples/tiny_engine.py, which the suite runs."""
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_readme_adapter_example_is_the_tested_file():
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"```python\n(import numpy as np\n.*?)```", readme, re.S)
+    assert block, "the README lost its adapter example"
+    source = (ROOT / "examples" / "tiny_engine.py").read_text()
+    body = source.split('"""', 2)[2].lstrip("\n")  # the file less its docstring
+    assert block.group(1) == body
