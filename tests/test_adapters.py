@@ -18,6 +18,7 @@ import pytest
 import engines_for_tests as E
 from gradcheck.engines.adapters import load_engine
 from gradcheck.engines.builtin import BuiltinEngine
+from gradcheck.engines.driver import as_array
 from gradcheck.errors import UsageError
 from gradcheck.runner import RunOptions, run
 
@@ -106,6 +107,29 @@ def test_bad_grad_results_are_errors_naming_the_problem(tiny, engine, fragments)
     assert case.status == "error", case.message
     for fragment in fragments:
         assert fragment in case.message
+
+
+@pytest.mark.parametrize(
+    ("value", "dtype"),
+    [
+        (np.ones(3, np.float32), np.float32),  # a float dtype is kept: compare upcasts
+        (np.ones(3, np.float16), np.float16),
+        ([1, 2, 3], np.float64),  # lists, integers and booleans become float64
+        (np.array([True, False]), np.float64),
+        (np.array([1.5], dtype=object), np.float64),
+    ],
+)
+def test_engine_results_become_float_arrays(value, dtype):
+    array = as_array(value, "grad for x")
+    assert array.dtype == dtype
+    np.testing.assert_array_equal(array, np.asarray(value, dtype=np.float64))
+
+
+def test_engine_results_are_copied():
+    mine = np.ones(3, np.float32)
+    array = as_array(mine, "grad for x")
+    mine[:] = 5.0  # an engine reusing its buffer must not change what was recorded
+    assert (array == 1.0).all()
 
 
 def test_value_raising_is_an_error(tiny):

@@ -7,7 +7,7 @@ import pytest
 
 import engines_for_tests as E
 from gradcheck.cases.model import Tolerance
-from gradcheck.comparison.compare import compare
+from gradcheck.comparison.compare import close_mask, compare
 from gradcheck.engines.builtin import BuiltinEngine
 from gradcheck.runner import run
 
@@ -129,6 +129,47 @@ def test_scalars_compare():
     assert check(2.0, 2.0).passed
     result = check(2.0, 4.0)
     assert not result.passed and result.worst_index == () and result.size == 1
+
+
+def test_empty_arrays_pass():
+    result = check(np.ones((0, 3)), np.ones((0, 3)))
+    assert result.passed and result.size == 0 and result.max_abs_diff == 0.0
+
+
+def test_relative_difference_at_a_zero_reference():
+    result = check([0.0, 0.0, 4.0], [0.0, 1.0, 4.5])
+    assert result.max_rel_diff == INF  # a difference where the reference is 0
+    assert result.mismatched == 1 and result.worst_index == (1,)
+    result = check([0.0, 4.0], [0.0, 4.5])  # 0 against 0 is no relative difference
+    assert result.max_rel_diff == pytest.approx(0.125)
+
+
+def test_float32_arrays_are_compared_in_float64():
+    one = np.float32(1.0)
+    ulp = np.nextafter(one, np.float32(2.0))
+    # In float32, 1e-8 + 1e-8 * 1 rounds the bound; in float64 a one-ulp (2**-23)
+    # difference is exactly 1.1920928955078125e-07 and the bound 2e-8 is below it.
+    result = compare(np.array([one]), np.array([ulp]), Tolerance(rtol=1e-8, atol=1e-8))
+    assert not result.passed
+    assert result.max_abs_diff == 2.0**-23
+    assert result.reference.dtype == np.float32  # kept as the engines gave them
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_finite_arrays_agree_with_the_elementwise_rule(seed):
+    """The finite arrays' shortcut counts exactly what `close_mask` (the rule) rejects."""
+    rng = np.random.default_rng(seed)
+    want = rng.normal(size=(7, 9)).astype(np.float32)
+    want[rng.random(want.shape) < 0.1] = 0.0
+    got = want + rng.normal(scale=0.3, size=want.shape).astype(np.float32)
+    exact = rng.random(want.shape) < 0.3
+    got[exact] = want[exact]
+    result = compare(want, got, TOL)
+    ok = close_mask(want, got, TOL)
+    assert result.mismatched == np.count_nonzero(~ok)
+    diff = np.abs(got.astype(np.float64) - want)
+    assert result.max_abs_diff == diff.max()
+    assert result.worst_index == np.unravel_index(np.argmax(diff), diff.shape)
 
 
 # -- expect: the pinned gradients guard the oracle ------------------------------------

@@ -35,6 +35,13 @@ class Subject:
     others: Mapping[str, np.ndarray]  # the other inputs' reference gradients
     reduced_sizes: frozenset[int]  # sizes N of the axes that mean/sum reductions reduce
 
+    def __post_init__(self) -> None:
+        # Gradients arrive in the engines' own dtypes; the analyses' ratios and sums
+        # should not round in float16 or float32.
+        self.want = np.asarray(self.want, np.float64)
+        self.got = np.asarray(self.got, np.float64)
+        self.others = {n: np.asarray(g, np.float64) for n, g in self.others.items()}
+
     def close(self, candidate: np.ndarray) -> bool:
         """Does `candidate` reproduce the engine's numbers?"""
         if candidate.shape != self.got.shape:

@@ -19,6 +19,7 @@ from ..expression import Expression, Node
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parents[1]) + os.sep
 TRACEBACK_FRAMES = 4
+_NUMPY_FLOATS = (np.float16, np.float32, np.float64)
 
 
 class Unsupported(Exception):
@@ -180,12 +181,17 @@ def traceback_tail(error: BaseException, frames: int = TRACEBACK_FRAMES) -> str:
 
 
 def as_array(value: Any, what: str) -> np.ndarray:
-    """An engine's result as a float64 array, or an `EngineFailure` saying what is wrong with it."""
+    """An engine's result as a NumPy float array (its own float dtype kept: `compare`
+    works in float64 without a full-size copy), or an `EngineFailure` saying what is
+    wrong with it."""
     if value is None:
         raise EngineFailure(f"{what} returned None")
     try:
-        # A copy: an engine may go on to change the array it returned (and bfloat16,
-        # strings and objects go through the same conversion, which refuses non-numbers).
+        array = np.asarray(value)
+        if array.dtype.type in _NUMPY_FLOATS:
+            return array.copy()  # an engine may go on to change the array it returned
+        # Integers, booleans and bfloat16 become float64; so do strings and objects
+        # that hold numbers, and this conversion refuses those that do not.
         return np.array(value, dtype=np.float64)
     except (TypeError, ValueError) as e:
         raise EngineFailure(

@@ -266,7 +266,7 @@ def _arrays(name: str, comparison: Comparison, width: int) -> RenderableType:
     if reference.shape == engine.shape:
         # inf - inf is NaN, which is exactly what the difference should show there.
         with np.errstate(invalid="ignore", over="ignore"):
-            blocks["engine - reference"] = engine - reference
+            blocks["engine - reference"] = np.subtract(engine, reference, dtype=np.float64)
     column_width = max(12, (width - 2 * (len(blocks) - 1)) // len(blocks))
     grid = Table(
         box=None,
