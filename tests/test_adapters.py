@@ -239,6 +239,17 @@ def test_gradients_that_change_when_asked_again_are_stale(tiny):
     assert "x" in case.hints[0].message
 
 
+def test_cases_over_the_stale_check_limit_ask_once(tiny):
+    # x and y hold 6 elements: at a limit of 6 the case is asked twice, at 5 once.
+    at_limit = only(run(tiny, E.Accumulating, RunOptions(stale_check_limit=6)))
+    assert at_limit.status == "failed" and at_limit.hints[0].code == "stale-gradients"
+    over = only(run(tiny, E.Accumulating, RunOptions(stale_check_limit=5)))
+    assert over.status == "passed"
+    assert "asked for once: 6 input elements" in over.message
+    every = only(run(tiny, E.Accumulating, RunOptions(stale_check_limit=None)))
+    assert every.status == "failed"
+
+
 def test_engine_writing_into_its_inputs_corrupts_nothing(tiny):
     (case,) = tiny
     before = {name: value.copy() for name, value in case.inputs.items()}

@@ -38,7 +38,6 @@ ANSI = re.compile(r"\x1b\[")
 SUMMARY = re.compile(r"^(?:\d+ \w+, )*\d+ \w+ in \d+\.\d\ds$")
 
 
-
 def sandbox(directory: Path) -> Path:
     """`directory` with the shipped cases and examples linked in, as the cwd of a run.
 
@@ -452,6 +451,24 @@ def test_nonexistent_path_is_a_usage_error(tmp_path: Path):
     assert result.stderr.startswith("gradcheck: error: ")
     assert str(missing) in result.stderr
     assert result.stdout == ""
+
+
+@pytest.mark.parametrize(("limit", "exit_code"), [([], 1), (["0"], 1), (["23"], 0)])
+def test_stale_check_limit(limit: list[str], exit_code: int):
+    """A never-zeroed engine is caught by asking twice, unless its case (24 input
+    elements) is over the limit; 0 asks twice in every case."""
+    args = ["--stale-check-limit", *limit] if limit else []
+    result = invoke(
+        "run",
+        ROOT / "tests/corpus/cases/backprop.yaml",
+        "-k",
+        "chain_sin_times",
+        "--engine",
+        ROOT / "tests/corpus/closure_bugs.py:StaleGradients",
+        *args,
+    )
+    assert result.exit_code == exit_code, result.stdout
+    assert ("stale-gradients" in result.stdout) is (exit_code == 1)
 
 
 @pytest.mark.parametrize(

@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .defaults import MAX_ELEMENTS
 from .errors import CaseFileError, UsageError
 
 if TYPE_CHECKING:
@@ -197,7 +198,7 @@ def check(
     engine: EngineSpec = "builtin",
     *,
     diagnose: bool = True,
-    max_elements: int = 10_000_000,
+    max_elements: int = MAX_ELEMENTS,
     cache_dir: str | os.PathLike[str] | None = None,
     **case_options: Any,
 ) -> CheckResult:
@@ -232,7 +233,7 @@ def run(
     diagnose: bool = True,
     rtol: float | None = None,
     atol: float | None = None,
-    max_elements: int = 10_000_000,
+    max_elements: int = MAX_ELEMENTS,
     cache_dir: str | os.PathLike[str] | None = None,
 ) -> RunReport:
     """`gradcheck run` from Python: every case of the files and folders `paths` names.

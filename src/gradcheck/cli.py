@@ -20,6 +20,7 @@ from typing import Annotated
 import typer
 
 from . import __version__
+from .defaults import MAX_ELEMENTS, STALE_CHECK_LIMIT
 from .errors import GradcheckError
 
 app = typer.Typer(
@@ -113,7 +114,7 @@ def run(
     atol: Annotated[float | None, typer.Option(help="Override every case's atol.", min=0)] = None,
     max_elements: Annotated[
         int, typer.Option(help="Refuse inputs larger than this.", min=1)
-    ] = 10_000_000,
+    ] = MAX_ELEMENTS,
     diagnose: Annotated[
         bool, typer.Option(help="Explain failures (--no-diagnose: only compare).")
     ] = True,
@@ -123,6 +124,15 @@ def run(
             help="List the N slowest cases after the summary (0: every case).", metavar="N", min=0
         ),
     ] = None,
+    stale_check_limit: Annotated[
+        int,
+        typer.Option(
+            help="Ask the engine for the gradients a second time (the stale-gradients check) "
+            "only in cases with at most N input elements (0: every case).",
+            metavar="N",
+            min=0,
+        ),
+    ] = STALE_CHECK_LIMIT,
     cache: Annotated[
         bool,
         typer.Option(help="Reuse TensorFlow's results from earlier runs (--no-cache: recompute)."),
@@ -157,6 +167,7 @@ def run(
         diagnose=diagnose,
         cache=ReferenceCache(cache_dir) if cache else None,
         require_cache=require_cache,
+        stale_check_limit=stale_check_limit or None,
     )
     console = _console()
     rich_to_stdout = format in (Format.rich, Format.github) or output is not None

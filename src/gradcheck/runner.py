@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from .cache import ReferenceCache, ReferenceNotCached
 from .cases.model import Case, InvalidCase
 from .comparison.compare import compare
+from .defaults import STALE_CHECK_LIMIT
 from .diagnosis import Evidence, diagnose
 from .engines.adapters import engine_name
 from .engines.driver import (
@@ -40,6 +41,7 @@ class RunOptions:
     diagnose: bool = True
     cache: ReferenceCache | None = None  # TensorFlow's results kept between runs
     require_cache: bool = False  # a reference missing from `cache` is an error, not computed
+    stale_check_limit: int | None = STALE_CHECK_LIMIT  # input elements; None: every case
 
 
 def reference_run(case: Case, options: RunOptions = RunOptions()) -> EngineRun:
@@ -109,10 +111,13 @@ def _check(
         _error(result, f"TensorFlow could not compute the reference: {failure.message}", failure)
         return
     expect_problems = _check_expect(case, reference)
+    elements = sum(value.size for value in case.inputs.values())
+    limit = options.stale_check_limit
+    ask_twice = limit is None or elements <= limit
     try:
         engine = call_engine("creating the engine", engine_factory)
         got = run_engine(
-            engine, case.expression, case.inputs, case.wrt, case.cotangent, ask_twice=True
+            engine, case.expression, case.inputs, case.wrt, case.cotangent, ask_twice=ask_twice
         )
     except Unsupported as unsupported:
         result.status = "failed" if options.strict else "skipped"
@@ -139,6 +144,11 @@ def _check(
         and not compare(grad, got.grads_again[name], case.tolerance).passed
     ]
     notes = [*got.notes, *expect_problems]
+    if not ask_twice:
+        notes.append(
+            f"gradients asked for once: {elements:,} input elements are over the "
+            f"stale-gradients check's limit of {limit:,}"
+        )
     failed = (
         not result.forward.passed or any(not i.comparison.passed for i in result.inputs) or stale
     )

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from ..defaults import MAX_ELEMENTS
 from ..errors import CaseFileError
 from ..expression import Expression, ExpressionError, parse
 from ..ops import has_op
@@ -91,7 +92,7 @@ def discover(paths: Sequence[str | Path]) -> list[Path]:
 def load_file(
     path: str | Path,
     *,
-    max_elements: int = 10_000_000,
+    max_elements: int = MAX_ELEMENTS,
     rtol: float | None = None,
     atol: float | None = None,
 ) -> list[Case | InvalidCase]:
@@ -117,7 +118,7 @@ def load_case(
     *,
     file: str = "<python>",
     line: int = 1,
-    max_elements: int = 10_000_000,
+    max_elements: int = MAX_ELEMENTS,
 ) -> Case | InvalidCase:
     """One case from a mapping of case-file keys, validated exactly as a file's entry is.
 

@@ -1,0 +1,14 @@
+"""Limits shared by the command line, the loader and the runner.
+
+Plain numbers in a module that imports nothing, so the command line can show them as
+option defaults without importing the pipeline (and NumPy) first.
+"""
+
+# Inputs larger than this are refused from their shape alone, before any allocation.
+MAX_ELEMENTS = 10_000_000
+
+# The stale-gradients check asks the engine for the gradients a second time: a whole
+# extra backward pass. What it catches (gradients never zeroed, a tape consumed by the
+# first call, cached results) does not depend on the arrays' size, so cases with more
+# input elements than this ask once, and the small cases every suite has do the check.
+STALE_CHECK_LIMIT = 1_000_000
