@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import engines_for_tests as E
+import gradcheck.comparison.compare as compare_module
 from gradcheck.cases.model import Tolerance
 from gradcheck.comparison.compare import close_mask, compare
 from gradcheck.engines.builtin import BuiltinEngine
@@ -131,6 +132,15 @@ def test_scalars_compare():
     assert not result.passed and result.worst_index == () and result.size == 1
 
 
+def test_a_nan_in_a_later_chunk_takes_the_full_rule(monkeypatch):
+    monkeypatch.setattr(compare_module, "CHUNK", 4)
+    want = np.arange(1.0, 11.0)
+    got = want.copy()
+    got[9] = NAN
+    result = check(want, got)
+    assert result.mismatched == 1 and result.max_abs_diff == INF and result.worst_index == (9,)
+
+
 def test_empty_arrays_pass():
     result = check(np.ones((0, 3)), np.ones((0, 3)))
     assert result.passed and result.size == 0 and result.max_abs_diff == 0.0
@@ -155,9 +165,12 @@ def test_float32_arrays_are_compared_in_float64():
     assert result.reference.dtype == np.float32  # kept as the engines gave them
 
 
+@pytest.mark.parametrize("chunk", [8, 1 << 15])
 @pytest.mark.parametrize("seed", range(5))
-def test_finite_arrays_agree_with_the_elementwise_rule(seed):
-    """The finite arrays' shortcut counts exactly what `close_mask` (the rule) rejects."""
+def test_finite_arrays_agree_with_the_elementwise_rule(seed, chunk, monkeypatch):
+    """The finite arrays' shortcut, a chunk at a time, counts exactly what `close_mask`
+    (the rule) rejects, and finds the first worst element whichever chunk holds it."""
+    monkeypatch.setattr(compare_module, "CHUNK", chunk)
     rng = np.random.default_rng(seed)
     want = rng.normal(size=(7, 9)).astype(np.float32)
     want[rng.random(want.shape) < 0.1] = 0.0

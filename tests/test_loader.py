@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from gradcheck.cases import Case, InvalidCase, Tolerance, discover, load_file
-from gradcheck.cases.inputs import random_input
+from gradcheck.cases.inputs import PARALLEL_DRAW_ELEMENTS, RandomSpec, draw_all, random_input
 from gradcheck.errors import CaseFileError, UsageError
 
 DATA = Path(__file__).parent / "data" / "loader"
@@ -480,11 +480,41 @@ def test_a_nameless_case_is_named_after_its_file_and_line(tmp_path):
     assert invalid.message == "the case has no `name:`"
 
 
+def test_large_draws_on_threads_give_the_numbers_drawn_one_by_one():
+    size = PARALLEL_DRAW_ELEMENTS // 2 + 1  # two of them: drawn on threads
+    specs = {
+        "x": RandomSpec(3, "x", (size,), "uniform", -2.0, 2.0, "float32"),
+        "y": RandomSpec(3, "y", (size,)),
+        "n": np.arange(3.0),  # an array given as it is passes through
+    }
+    drawn = draw_all(specs)
+    assert list(drawn) == ["x", "y", "n"]
+    assert drawn["x"].dtype == np.float32 and drawn["x"].shape == (size,)
+    np.testing.assert_array_equal(
+        drawn["x"], random_input(3, "x", (size,), "uniform", -2, 2, "float32")
+    )
+    np.testing.assert_array_equal(drawn["y"], random_input(3, "y", (size,)))
+    assert drawn["n"] is specs["n"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("{shape: [2], init: uniform, low: -1.0e308, high: 1.0e308}", "too wide to draw from"),
+        ("{shape: [2], init: integers, low: 0, high: 1.0e30}", "must fit in 64 bits"),
+    ],
+)
+def test_ranges_numpy_cannot_draw_from_are_case_errors(tmp_path, spec, message):
+    path = write(tmp_path, f"cases:\n  - {{name: a, expr: x, inputs: {{x: {spec}}}}}\n")
+    (invalid,) = load_file(path)
+    assert isinstance(invalid, InvalidCase) and message in invalid.message
+
+
 def test_input_size_cap_refuses_before_allocating(tmp_path, monkeypatch):
     def no_draw(*args, **kwargs):
         raise AssertionError("allocated an input above the cap")
 
-    monkeypatch.setattr("gradcheck.cases.loader.random_input", no_draw)
+    monkeypatch.setattr(RandomSpec, "draw", no_draw)
     path = write(tmp_path, "cases:\n  - {name: a, expr: x, inputs: {x: {shape: [10, 10]}}}\n")
     (invalid,) = load_file(path, max_elements=99)
     assert "above the limit of 99" in invalid.message

@@ -22,7 +22,11 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -32,12 +36,68 @@ INITS = ("normal", "uniform", "positive", "integers")
 _RANGES = {"uniform": (-1.0, 1.0), "positive": (0.5, 2.0), "integers": (-3, 3)}
 # The random cotangent's stream name: not an identifier, so no input can share it.
 _COTANGENT_STREAM = "@cotangent"
+# Below this many elements in a case's random arrays, threads cost more than they save.
+PARALLEL_DRAW_ELEMENTS = 1_000_000
+K = TypeVar("K")
 
 
 def stable_seed(text: str) -> int:
     """A 63-bit integer from `text`: the same on every run, machine and Python."""
     digest = hashlib.sha256(text.encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big") & (2**63 - 1)
+
+
+@dataclass(frozen=True)
+class RandomSpec:
+    """A random input (or cotangent), checked on creation (`ValueError` for a bad init or
+    range) and drawn later, so that `draw_all` can draw a case's arrays together."""
+
+    seed: int
+    name: str
+    shape: tuple[int, ...]
+    init: str = "normal"
+    low: float | None = None
+    high: float | None = None
+    dtype: str = "float64"
+
+    def __post_init__(self) -> None:
+        if self.init not in INITS:
+            raise ValueError(f"unknown init {self.init!r} (allowed: {', '.join(INITS)})")
+        if self.init == "normal" and (self.low is not None or self.high is not None):
+            raise ValueError("init normal takes no low/high (it is mean 0, std 1); use uniform")
+        if self.init != "normal":
+            _range(self.init, self.low, self.high)
+        object.__setattr__(self, "shape", tuple(self.shape))
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def draw(self) -> np.ndarray:
+        seeds = np.random.SeedSequence([self.seed, stable_seed(self.name)])
+        rng = np.random.Generator(np.random.PCG64(seeds))
+        if self.init == "normal":
+            values = rng.standard_normal(self.shape)
+        elif self.init == "integers":
+            lo, hi = _range(self.init, self.low, self.high)
+            values = rng.integers(int(lo), int(hi), size=self.shape, endpoint=True)
+            values = values.astype(np.float64)
+        else:
+            values = rng.uniform(*_range(self.init, self.low, self.high), size=self.shape)
+        return values.astype(numpy_dtype(self.dtype))
+
+
+def draw_all(values: Mapping[K, np.ndarray | RandomSpec]) -> dict[K, np.ndarray]:
+    """`values` with every `RandomSpec` drawn. A large case's arrays are drawn on threads
+    (NumPy's generators let go of the GIL while they fill an array); each comes from its
+    own stream, so the numbers are the same as when drawn one after another."""
+    specs = {key: v for key, v in values.items() if isinstance(v, RandomSpec)}
+    if len(specs) > 1 and sum(spec.size for spec in specs.values()) >= PARALLEL_DRAW_ELEMENTS:
+        with ThreadPoolExecutor(min(len(specs), os.cpu_count() or 1)) as pool:
+            drawn = dict(zip(specs, pool.map(RandomSpec.draw, specs.values()), strict=True))
+    else:
+        drawn = {key: spec.draw() for key, spec in specs.items()}
+    return {key: drawn.get(key, v) for key, v in values.items()}
 
 
 def random_input(
@@ -50,25 +110,12 @@ def random_input(
     dtype: str = "float64",
 ) -> np.ndarray:
     """Input `name`'s values, drawn from its own stream; `ValueError` for a bad init or range."""
-    if init not in INITS:
-        raise ValueError(f"unknown init {init!r} (allowed: {', '.join(INITS)})")
-    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, stable_seed(name)])))
-    shape = tuple(shape)
-    if init == "normal":
-        if low is not None or high is not None:
-            raise ValueError("init normal takes no low/high (it is mean 0, std 1); use uniform")
-        values = rng.standard_normal(shape)
-    elif init == "integers":
-        lo, hi = _range(init, low, high)
-        values = rng.integers(int(lo), int(hi), size=shape, endpoint=True).astype(np.float64)
-    else:
-        values = rng.uniform(*_range(init, low, high), size=shape)
-    return values.astype(numpy_dtype(dtype))
+    return RandomSpec(seed, name, tuple(shape), init, low, high, dtype).draw()
 
 
-def random_cotangent(seed: int, shape: Sequence[int], dtype: str = "float64") -> np.ndarray:
-    """A standard normal cotangent from the case seed's own cotangent stream."""
-    return random_input(seed, _COTANGENT_STREAM, shape, "normal", dtype=dtype)
+def cotangent_spec(seed: int, shape: Sequence[int], dtype: str = "float64") -> RandomSpec:
+    """A standard normal cotangent, from the case seed's own cotangent stream."""
+    return RandomSpec(seed, _COTANGENT_STREAM, tuple(shape), "normal", dtype=dtype)
 
 
 def _range(init: str, low: float | None, high: float | None) -> tuple[float, float]:
@@ -83,8 +130,12 @@ def _range(init: str, low: float | None, high: float | None) -> tuple[float, flo
             raise ValueError(f"init integers: low and high must be whole numbers, got {lo}, {hi}")
         if lo > hi:
             raise ValueError(f"init integers: low {lo} is above high {hi}")
+        if not (lo >= -(2**63) and hi < 2**63):
+            raise ValueError(f"init integers: low and high must fit in 64 bits, got {lo}, {hi}")
     elif lo >= hi:
         raise ValueError(f"init {init}: low {lo} must be below high {hi}")
+    elif not math.isfinite(hi - lo):
+        raise ValueError(f"init {init}: the range from {lo} to {hi} is too wide to draw from")
     if init == "positive" and lo <= 0:
         raise ValueError(f"init positive: low must be above 0, got {lo}; use uniform")
     return lo, hi

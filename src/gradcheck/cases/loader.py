@@ -43,7 +43,7 @@ from ..errors import CaseFileError
 from ..expression import Expression, ExpressionError, parse
 from ..ops import has_op
 from ..ops.broadcast import fmt_shape
-from .inputs import random_cotangent, random_input, stable_seed
+from .inputs import RandomSpec, cotangent_spec, draw_all, stable_seed
 from .model import DEFAULT_TOLERANCES, DTYPES, Case, InvalidCase, Tolerance, numpy_dtype
 from .selection import matches
 
@@ -60,6 +60,7 @@ NAME_PATTERN = r"[A-Za-z0-9_.-]+"
 IDENTIFIER_PATTERN = r"[A-Za-z_][A-Za-z0-9_]*"
 SUFFIXES = (".yaml", ".yml")
 MAX_RANK = 32
+_COTANGENT = "@cotangent"  # the cotangent's key among the arrays drawn: no input's name
 
 # A setting (dtype, cotangent, seed, tags, rtol, atol) parsed, with the line it came from
 # (0 for the command line's --rtol/--atol, which override every case's own).
@@ -507,9 +508,13 @@ class _CaseReader:
         dtype = _get(settings, "dtype", "float64")
         rtol, atol = DEFAULT_TOLERANCES[dtype]
         seed = _get(settings, "seed", stable_seed(name))
-        inputs = self._inputs(raw, seed, dtype)
-        expression = self._expression(raw, inputs)
-        wrt = _wrt(raw, expression, inputs)
+        # Random inputs are checked here and drawn below, all together, with the cotangent.
+        specs = self._inputs(raw, seed, dtype)
+        expression = self._expression(raw, specs)
+        wrt = _wrt(raw, expression, specs)
+        cotangent = _output_cotangent(settings, expression, seed, dtype)
+        inputs = draw_all({**specs, _COTANGENT: cotangent})
+        cotangent = inputs.pop(_COTANGENT)
         return Case(
             name=name,
             file=self.file,
@@ -519,7 +524,7 @@ class _CaseReader:
             inputs=inputs,
             wrt=wrt,
             dtype=dtype,
-            cotangent=_cotangent_array(settings, expression, seed, dtype),
+            cotangent=cotangent,
             tolerance=Tolerance(_get(settings, "rtol", rtol), _get(settings, "atol", atol)),
             seed=seed,
             expect=_expect(raw, expression, wrt),
@@ -542,13 +547,13 @@ class _CaseReader:
         self.first_lines[name] = line
         return name
 
-    def _inputs(self, raw: _Map, seed: int, dtype: str) -> dict[str, np.ndarray]:
+    def _inputs(self, raw: _Map, seed: int, dtype: str) -> dict[str, np.ndarray | RandomSpec]:
         if "inputs" not in raw:
             raise CaseFileError("the case has no `inputs:`", raw.line)
         inputs, line = raw.at("inputs")
         if not (isinstance(inputs, _Map) and inputs):
             raise CaseFileError("inputs must map each input's name to its value or spec", line)
-        values = {}
+        values: dict[str, np.ndarray | RandomSpec] = {}
         for name in inputs:
             _check_input_name(name, inputs.key_lines[name])
             value, line = inputs.at(name)
@@ -560,8 +565,8 @@ class _CaseReader:
                 values[name] = array.astype(numpy_dtype(dtype))
         return values
 
-    def _random(self, name: str, spec: _Map, seed: int, dtype: str) -> np.ndarray:
-        """Input `name` from its spec, refused by shape alone when too big."""
+    def _random(self, name: str, spec: _Map, seed: int, dtype: str) -> RandomSpec:
+        """Input `name`'s checked spec, refused by shape alone when too big."""
         what = f"input {name!r}"
         _check_keys(spec, SPEC_KEYS, f"in {what}'s spec")
         if "shape" not in spec:
@@ -582,11 +587,11 @@ class _CaseReader:
             seed = _integer(*spec.at("seed"), f"{what}: seed")
         init = spec.get("init", "normal")
         try:
-            return random_input(seed, name, shape, init, low, high, dtype)
+            return RandomSpec(seed, name, shape, init, low, high, dtype)
         except ValueError as e:
             raise CaseFileError(f"{what}: {e}", spec.line) from None
 
-    def _expression(self, raw: _Map, inputs: dict[str, np.ndarray]) -> Expression:
+    def _expression(self, raw: _Map, inputs: Mapping[str, np.ndarray | RandomSpec]) -> Expression:
         """The parsed expression; its errors and oversized nodes at their file lines."""
         if "expr" not in raw:
             raise CaseFileError("the case has no `expr:`", raw.line)
@@ -646,7 +651,7 @@ def _expr_line(node: yaml.ScalarNode, source: str, line: int) -> int:
     return min(first + line - 1, _line(node.end_mark))
 
 
-def _wrt(raw: _Map, expression: Expression, inputs: dict[str, np.ndarray]) -> list[str]:
+def _wrt(raw: _Map, expression: Expression, inputs: Mapping[str, Any]) -> list[str]:
     if "wrt" not in raw:
         return list(inputs)
     wrt, line = raw.at("wrt")
@@ -667,10 +672,10 @@ def _wrt(raw: _Map, expression: Expression, inputs: dict[str, np.ndarray]) -> li
     return list(wrt)
 
 
-def _cotangent_array(
+def _output_cotangent(
     settings: Settings, expression: Expression, seed: int, dtype: str
-) -> np.ndarray:
-    """The cotangent setting made an array of the output's shape."""
+) -> np.ndarray | RandomSpec:
+    """The cotangent setting made an array (or a random one's spec) of the output's shape."""
     cotangent, line = settings.get("cotangent", ("ones", 0))
     shape = expression.output.shape
     if isinstance(cotangent, np.ndarray):
@@ -682,7 +687,7 @@ def _cotangent_array(
             )
         return cotangent.astype(numpy_dtype(dtype))
     if cotangent == "random":
-        return random_cotangent(seed, shape, dtype)
+        return cotangent_spec(seed, shape, dtype)
     return np.ones(shape, dtype=numpy_dtype(dtype))
 
 

@@ -15,6 +15,8 @@ import numpy as np
 from ..cases.model import Tolerance
 from ..results import Comparison
 
+CHUNK = 1 << 15  # elements compared per step: two float64 buffers of 256 KiB
+
 
 def close_mask(want: np.ndarray, got: np.ndarray, tolerance: Tolerance) -> np.ndarray:
     """Elementwise pass/fail for arrays of one shape."""
@@ -34,31 +36,51 @@ def compare(want: np.ndarray, got: np.ndarray, tolerance: Tolerance) -> Comparis
         return _result(want, got, max_abs_diff=None, max_rel_diff=None, mismatched=want.size)
     if np.array_equal(want, got):  # bit-for-bit answers (the stale check's usual case)
         return _result(want, got, max_abs_diff=0.0, max_rel_diff=0.0, mismatched=0)
-    # 1-D views, so that a 0-d array's results are arrays too (in-place steps below).
-    flat_want, flat_got = want.reshape(-1), got.reshape(-1)
-    with np.errstate(invalid="ignore", over="ignore"):
-        diff = np.abs(np.subtract(flat_got, flat_want, dtype=np.float64))
-    if not diff.size:
-        return _result(want, got, max_abs_diff=0.0, max_rel_diff=0.0, mismatched=0)
-    worst = int(np.argmax(diff))  # a NaN, if there is one
-    if not np.isfinite(diff[worst]):
+    finite = _compare_finite(want.reshape(-1), got.reshape(-1), tolerance)
+    if finite is None:
         return _compare_non_finite(want, got, tolerance)
-    # Every element of both is a finite number: the rule is one comparison each.
-    bound = np.abs(flat_want, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = diff / bound  # 0/0 is NaN where both are 0, and fmax skips NaN
-    max_rel = float(np.fmax.reduce(rel, initial=0.0))
-    del rel
-    bound *= tolerance.rtol
-    bound += tolerance.atol
+    max_abs, worst, max_rel, mismatched = finite
     return _result(
         want,
         got,
-        max_abs_diff=float(diff[worst]),
+        max_abs_diff=max_abs,
         max_rel_diff=max_rel,
-        mismatched=diff.size - int(np.count_nonzero(diff <= bound)),
+        mismatched=mismatched,
         worst_index=tuple(int(i) for i in np.unravel_index(worst, want.shape)),
     )
+
+
+def _compare_finite(
+    want: np.ndarray, got: np.ndarray, tolerance: Tolerance
+) -> tuple[float, int, float, int] | None:
+    """(max abs diff, its flat index, max rel diff, mismatched) of two 1-D arrays, or None
+    when an element of either is not a finite number.
+
+    A chunk at a time, into buffers reused from chunk to chunk: the float64
+    temporaries stay in cache instead of each being a fresh array as large as the input.
+    """
+    max_abs, worst, max_rel, mismatched = 0.0, 0, 0.0, 0
+    n = min(want.size, CHUNK)
+    diff_buffer, bound_buffer = np.empty(n), np.empty(n)
+    for start in range(0, want.size, CHUNK):
+        w, g = want[start : start + CHUNK], got[start : start + CHUNK]
+        diff, bound = diff_buffer[: w.size], bound_buffer[: w.size]
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            np.subtract(g, w, out=diff, dtype=np.float64)
+            np.abs(diff, out=diff)
+            i = int(np.argmax(diff))  # a NaN, if there is one
+            if not np.isfinite(diff[i]):
+                return None
+            if diff[i] > max_abs:
+                max_abs, worst = float(diff[i]), start + i
+            np.abs(w, out=bound, dtype=np.float64)
+            np.divide(diff, bound, out=bound)  # 0/0 is NaN where both are 0: fmax skips it
+            max_rel = max(max_rel, float(np.fmax.reduce(bound, initial=0.0)))
+            np.abs(w, out=bound, dtype=np.float64)
+        bound *= tolerance.rtol
+        bound += tolerance.atol
+        mismatched += w.size - int(np.count_nonzero(diff <= bound))
+    return max_abs, worst, max_rel, mismatched
 
 
 def _compare_non_finite(want: np.ndarray, got: np.ndarray, tolerance: Tolerance) -> Comparison:
