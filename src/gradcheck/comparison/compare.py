@@ -15,7 +15,7 @@ import numpy as np
 from ..cases.model import Tolerance
 from ..results import Comparison
 
-CHUNK = 1 << 15  # elements compared per step: two float64 buffers of 256 KiB
+CHUNK = 1 << 15  # elements compared per step: three float64 buffers of 256 KiB
 
 
 def close_mask(want: np.ndarray, got: np.ndarray, tolerance: Tolerance) -> np.ndarray:
@@ -60,11 +60,10 @@ def _compare_finite(
     temporaries stay in cache instead of each being a fresh array as large as the input.
     """
     max_abs, worst, max_rel, mismatched = 0.0, 0, 0.0, 0
-    n = min(want.size, CHUNK)
-    diff_buffer, bound_buffer = np.empty(n), np.empty(n)
+    buffers = np.empty((3, min(want.size, CHUNK)))
     for start in range(0, want.size, CHUNK):
         w, g = want[start : start + CHUNK], got[start : start + CHUNK]
-        diff, bound = diff_buffer[: w.size], bound_buffer[: w.size]
+        diff, abs_want, work = buffers[:, : w.size]
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             np.subtract(g, w, out=diff, dtype=np.float64)
             np.abs(diff, out=diff)
@@ -73,11 +72,10 @@ def _compare_finite(
                 return None
             if diff[i] > max_abs:
                 max_abs, worst = float(diff[i]), start + i
-            np.abs(w, out=bound, dtype=np.float64)
-            np.divide(diff, bound, out=bound)  # 0/0 is NaN where both are 0: fmax skips it
-            max_rel = max(max_rel, float(np.fmax.reduce(bound, initial=0.0)))
-            np.abs(w, out=bound, dtype=np.float64)
-        bound *= tolerance.rtol
+            np.abs(w, out=abs_want, dtype=np.float64)
+            np.divide(diff, abs_want, out=work)  # 0/0 is NaN where both are 0: fmax skips it
+            max_rel = max(max_rel, float(np.fmax.reduce(work, initial=0.0)))
+        bound = np.multiply(abs_want, tolerance.rtol, out=work)
         bound += tolerance.atol
         mismatched += w.size - int(np.count_nonzero(diff <= bound))
     return max_abs, worst, max_rel, mismatched
