@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 
 from gradcheck.cases import Case, InvalidCase, Tolerance, discover, load_file
-from gradcheck.cases.inputs import PARALLEL_DRAW_ELEMENTS, RandomSpec, draw_all, random_input
+from gradcheck.cases.inputs import (
+    PARALLEL_DRAW_ELEMENTS,
+    RandomSpec,
+    draw_all,
+    random_input,
+    stable_seed,
+)
 from gradcheck.errors import CaseFileError, UsageError
 
 DATA = Path(__file__).parent / "data" / "loader"
@@ -478,6 +484,14 @@ def test_a_nameless_case_is_named_after_its_file_and_line(tmp_path):
     (invalid,) = load_file(write(tmp_path, "cases:\n  - {expr: x, inputs: {x: 1}}\n", "f.yaml"))
     assert (invalid.name, invalid.line) == ("f#2", 2)
     assert invalid.message == "the case has no `name:`"
+
+
+@pytest.mark.parametrize(("init", "low", "high"), [("uniform", -0.1, 0.1), ("positive", 0.5, 2.0)])
+def test_uniform_draws_are_numpys_uniform_bit_for_bit(init, low, high):
+    drawn = RandomSpec(11, "w", (1000,), init, low, high).draw()
+    stream = np.random.SeedSequence([11, stable_seed("w")])
+    numpy_uniform = np.random.Generator(np.random.PCG64(stream)).uniform(low, high, 1000)
+    assert drawn.tobytes() == numpy_uniform.tobytes()
 
 
 def test_large_draws_on_threads_give_the_numbers_drawn_one_by_one():
