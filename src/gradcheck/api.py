@@ -44,7 +44,6 @@ from .defaults import MAX_ELEMENTS
 from .errors import CaseFileError, UsageError
 
 if TYPE_CHECKING:
-
     from .cases.model import Case
     from .results import CaseResult, Comparison, Hint, InputResult, RunResult
 

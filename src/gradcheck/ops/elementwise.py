@@ -74,6 +74,8 @@ def _safe_log(a: np.ndarray) -> np.ndarray:
     return np.where(positive, np.log(np.where(positive, a, 1)), 0)
 
 
+# The declarations are a table, laid out by hand: one op per block.
+# fmt: off
 binary(
     "add", np.add,
     lambda g, ans, a, b: g,
@@ -159,3 +161,4 @@ unary(
     "relu", lambda x: np.maximum(x, 0), lambda g, ans, x: g * (x > 0),
     lambda tf, x: tf.nn.relu(x), "tf.nn.relu", "max(x, 0); relu'(0) = 0", kink="zero",
 )
+# fmt: on

@@ -23,6 +23,8 @@ def _log_softmax(x, axis):
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 
+# The declarations are a table, laid out by hand: one op per block.
+# fmt: off
 register(Op(
     name="softmax", params=("x",), attrs={"axis": -1}, shape=_axis_shape,
     forward=_softmax,
@@ -38,3 +40,4 @@ register(Op(
     tf=lambda tf, x, axis: tf.nn.log_softmax(x, axis=axis), tf_name="tf.nn.log_softmax",
     doc="x - logsumexp(x) along axis",
 ))
+# fmt: on

@@ -65,6 +65,8 @@ def _logsumexp(x, axis, keepdims):
     return out if keepdims else np.squeeze(out, axis=axis)
 
 
+# The declarations are a table, laid out by hand: one op per block.
+# fmt: off
 reduction(
     "sum", np.sum,
     lambda g, ans, x, axis, keepdims: spread(g, x, axis, keepdims),
@@ -89,3 +91,4 @@ reduction(
     * np.exp(x - expand_reduced(ans, x.shape, axis, keepdims)),
     "reduce_logsumexp", "log(sum(exp(x))) over axis, computed stably",
 )
+# fmt: on

@@ -133,6 +133,8 @@ def format_index(index: tuple) -> str:
     return "[" + ", ".join(one(i) for i in index) + "]"
 
 
+# The declarations are a table, laid out by hand: one op per block.
+# fmt: off
 register(Op(
     name="reshape", params=("x",), attrs={"shape": None}, shape=_reshape_shape,
     forward=lambda x, shape: np.reshape(x, shape),
@@ -196,3 +198,4 @@ register(Op(
     tf=lambda tf, x, index: x[index], tf_name="tf.Tensor.__getitem__",
     doc="basic indexing x[...]: ints, slices, None and ...",
 ))
+# fmt: on
