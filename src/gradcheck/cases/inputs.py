@@ -67,7 +67,6 @@ class RandomSpec:
             raise ValueError("init normal takes no low/high (it is mean 0, std 1); use uniform")
         if self.init != "normal":
             _range(self.init, self.low, self.high)
-        object.__setattr__(self, "shape", tuple(self.shape))
 
     @property
     def size(self) -> int:
