@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import engines_for_tests as E
 import gradcheck
 from gradcheck.diagnosis.faults import FAULTS, FaultyEngine
 from gradcheck.engines.builtin import BuiltinEngine
@@ -159,6 +160,17 @@ def test_run_takes_the_command_line_options(tmp_path):
     assert invalid.exit_code == 2 and invalid.cases[0].status == "invalid"
     with pytest.raises(GradcheckError, match="no such file"):
         gradcheck.run(tmp_path / "missing.yaml")
+
+
+def test_the_stale_check_limit_is_an_option_of_check_and_run():
+    inputs = {"x": [1.0, 2.0], "y": [3.0, 4.0]}  # 4 input elements
+    twice = gradcheck.check("x * y", inputs, E.Accumulating)
+    assert not twice.passed and twice.hints[0].code == "stale-gradients"
+    once = gradcheck.check("x * y", inputs, E.Accumulating, stale_check_limit=3)
+    assert once.passed and "asked for once" in once.message
+    seed = ROOT / "cases" / "seed.yaml"
+    assert not gradcheck.run(seed, E.Accumulating, stale_check_limit=None).passed
+    assert gradcheck.run(seed, E.Accumulating, stale_check_limit=1).passed
 
 
 def test_importing_gradcheck_imports_nothing_heavy():

@@ -40,11 +40,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .defaults import MAX_ELEMENTS
+from .defaults import MAX_ELEMENTS, STALE_CHECK_LIMIT
 from .errors import CaseFileError, UsageError
 
 if TYPE_CHECKING:
-    from .cases.model import Case
     from .results import CaseResult, Comparison, Hint, InputResult, RunResult
 
 EngineSpec = str | type | Callable[[], Any]
@@ -198,6 +197,7 @@ def check(
     *,
     diagnose: bool = True,
     max_elements: int = MAX_ELEMENTS,
+    stale_check_limit: int | None = STALE_CHECK_LIMIT,
     cache_dir: str | os.PathLike[str] | None = None,
     **case_options: Any,
 ) -> CheckResult:
@@ -208,10 +208,13 @@ def check(
     one raises `InvalidCaseError`. `name` defaults to "check" (random inputs and
     cotangents are seeded from it unless `seed` is given). `engine` is "builtin", an
     ``--engine`` spec ("path/file.py:Class", "package.module:Class"), an engine class
-    or a zero-argument factory: every run of the case gets a fresh engine.
+    or a zero-argument factory: every run of the case gets a fresh engine. Cases with
+    more input elements than `stale_check_limit` ask for the gradients once (None: twice
+    always, the stale-gradients check).
     """
     from .cases.loader import load_case
     from .cases.model import InvalidCase
+    from .runner import check_case
 
     file, line = _caller()
     data = {"name": DEFAULT_NAME, **case_options, "expr": expr, "inputs": _input_values(inputs)}
@@ -219,7 +222,8 @@ def check(
     if isinstance(item, InvalidCase):
         raise InvalidCaseError(item.message, file=file, line=item.line, name=item.name)
     factory = _engine_factory(engine)
-    return CheckResult(_check(item, factory, diagnose=diagnose, cache_dir=cache_dir))
+    options = _options(diagnose=diagnose, stale_check_limit=stale_check_limit, cache_dir=cache_dir)
+    return CheckResult(check_case(item, factory, options))
 
 
 def run(
@@ -233,11 +237,13 @@ def run(
     rtol: float | None = None,
     atol: float | None = None,
     max_elements: int = MAX_ELEMENTS,
+    stale_check_limit: int | None = STALE_CHECK_LIMIT,
     cache_dir: str | os.PathLike[str] | None = None,
 ) -> RunReport:
     """`gradcheck run` from Python: every case of the files and folders `paths` names.
 
-    The options are the command line's (`keyword` is ``-k``). Invalid cases are
+    The options are the command line's (`keyword` is ``-k``; a `stale_check_limit` of
+    None is ``--stale-check-limit 0``). Invalid cases are
     reported in the result (exit code 2), not raised; a path that does not exist or a
     bad engine raises a `GradcheckError`.
     """
@@ -250,17 +256,17 @@ def run(
         list(paths), keyword=keyword, max_elements=max_elements, rtol=rtol, atol=atol
     )
     factory = _engine_factory(engine)
-    options = _options(strict=strict, fail_fast=fail_fast, diagnose=diagnose, cache_dir=cache_dir)
+    options = _options(
+        strict=strict,
+        fail_fast=fail_fast,
+        diagnose=diagnose,
+        stale_check_limit=stale_check_limit,
+        cache_dir=cache_dir,
+    )
     return RunReport(run_cases(items, factory, options))
 
 
 # -- helpers ---------------------------------------------------------------------------
-
-
-def _check(case: Case, factory: Callable[[], Any], **options: Any) -> CaseResult:
-    from .runner import check_case
-
-    return check_case(case, factory, _options(**options))
 
 
 def _options(*, cache_dir: str | os.PathLike[str] | None = None, **options: Any) -> Any:
