@@ -224,6 +224,39 @@ def test_strict_fails_unsupported_and_cache_dir_keeps_references(
     assert len(list((project.path / "refs").rglob("*.ref"))) == 2  # one per case
 
 
+NEVER_ZEROED = """\
+from gradcheck.engines.builtin import BuiltinEngine
+
+
+class Engine(BuiltinEngine):
+    totals = None
+
+    def grad(self, output, wrt, cotangent):  # adds each backward pass onto the last
+        fresh = super().grad(output, wrt, cotangent)
+        self.totals = fresh if self.totals is None else [t + g for t, g in zip(self.totals, fresh)]
+        return self.totals
+"""
+
+
+@pytest.mark.parametrize(("limit", "outcome"), [("4", "passed"), ("0", "failed")])
+def test_stale_check_limit(project: pytest.Pytester, limit: str, outcome: str) -> None:
+    """`unbatched` has 8 input elements: over a limit of 4 it is asked once."""
+    (project.path / "never_zeroed.py").write_text(NEVER_ZEROED)
+    result = project.runpytest_subprocess(
+        "--gradcheck",
+        "cases/mini.yaml",
+        "-k",
+        "unbatched",
+        "--gradcheck-engine",
+        "never_zeroed.py",
+        "--gradcheck-stale-check-limit",
+        limit,
+    )
+    result.assert_outcomes(**{outcome: 1})
+    if outcome == "failed":
+        result.stdout.fnmatch_lines(["*stale-gradients*"])
+
+
 def test_x_stops_at_the_first_failure(project: pytest.Pytester) -> None:
     result = project.runpytest_subprocess(
         "--gradcheck", "cases/seed.yaml", "cases/mini.yaml", *ENGINE, "-x"

@@ -27,11 +27,13 @@ unchanged. ``-p no:gradcheck`` unloads it altogether.
 Each case is an item ``path/file.yaml::case_name``; its tags are ``-k`` keywords. A
 failing case fails with gradcheck's plain-text report, its best explanation (top hint
 and fix) first; an engine error fails the same way; a case the engine does not support
-is skipped with the reason (``--gradcheck-strict``: it fails). A case file with any
-problem is a collection error listing every problem as ``file:line: message``, as a
-Python test module with a syntax error is: pytest stops before running anything unless
-``--continue-on-collection-errors`` is given. Collection is deterministic, so
-pytest-xdist workers agree on the items.
+is skipped with the reason (``--gradcheck-strict``: it fails). The stale-gradients
+check has ``gradcheck run``'s size limit (``--gradcheck-stale-check-limit N``).
+
+A case file with any problem is a collection error listing every problem as
+``file:line: message``, as a Python test module with a syntax error is: pytest stops
+before running anything unless ``--continue-on-collection-errors`` is given. Collection
+is deterministic, so pytest-xdist workers agree on the items.
 
 Nothing heavy is imported until it is needed: the case loader (NumPy) when a case file
 is collected, the engine and TensorFlow when the first item runs.
@@ -41,12 +43,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from .defaults import STALE_CHECK_LIMIT
 
 if TYPE_CHECKING:
     from .cases import Case
@@ -80,6 +84,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         help="a case the engine does not support fails instead of being skipped.",
+    )
+    group.addoption(
+        "--gradcheck-stale-check-limit",
+        metavar="N",
+        type=int,
+        default=None,
+        help="ask the engine twice (the stale-gradients check) only in cases with at most "
+        "N input elements (as gradcheck run --stale-check-limit; 0: every case; "
+        "default: 1,000,000).",
     )
     group.addoption(
         "--gradcheck-cache-dir",
@@ -119,6 +132,7 @@ class _State:
     roots: list[Path]
     engine_spec: str
     strict: bool
+    stale_check_limit: int | None  # None: every case
     cache_dir: Path | None
     _engine: Any = field(default=None, repr=False)  # the factory, or the UsageError
 
@@ -148,11 +162,12 @@ class _State:
         """Made once per session: one reference cache, so one warning at most."""
         from .runner import RunOptions
 
+        options = RunOptions(strict=self.strict, stale_check_limit=self.stale_check_limit)
         if self.cache_dir is None:
-            return RunOptions(strict=self.strict)
+            return options
         from .cache import ReferenceCache
 
-        return RunOptions(strict=self.strict, cache=ReferenceCache(self.cache_dir))
+        return replace(options, cache=ReferenceCache(self.cache_dir))
 
 
 _STATE = pytest.StashKey[_State]()
@@ -177,6 +192,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 args.append(root)
 
     cli_engine = config.getoption("gradcheck_engine")
+    limit = config.getoption("gradcheck_stale_check_limit")
     cli_cache = config.getoption("gradcheck_cache_dir")
     ini_cache = config.getini("gradcheck_cache_dir")
     if cli_cache:
@@ -189,6 +205,7 @@ def pytest_configure(config: pytest.Config) -> None:
         roots=roots,
         engine_spec=cli_engine or config.getini("gradcheck_engine") or DEFAULT_ENGINE,
         strict=config.getoption("gradcheck_strict"),
+        stale_check_limit=STALE_CHECK_LIMIT if limit is None else limit or None,
         cache_dir=cache_dir,
     )
 
