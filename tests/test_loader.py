@@ -14,7 +14,6 @@ from gradcheck.cases.inputs import (
     PARALLEL_DRAW_ELEMENTS,
     RandomSpec,
     draw_all,
-    random_input,
     stable_seed,
 )
 from gradcheck.errors import CaseFileError, UsageError
@@ -111,21 +110,21 @@ def test_random_inputs_are_bit_identical_across_loads_and_differ_by_name(good):
     assert not np.array_equal(first.inputs["a"], first.inputs["b"])
     # the same draw under another name is another stream
     assert not np.array_equal(
-        random_input(first.seed, "a", (4, 3)), random_input(first.seed, "z", (4, 3))
+        RandomSpec(first.seed, "a", (4, 3)).draw(), RandomSpec(first.seed, "z", (4, 3)).draw()
     )
 
 
 def test_random_stream_is_pinned():
     """The derivation must not change silently: saved cases would get other inputs."""
-    assert random_input(0, "x", (3,)).tolist() == [
+    assert RandomSpec(0, "x", (3,)).draw().tolist() == [
         0.2509060340095895, -0.3174809953065545, 1.7547717982293487
     ]  # fmt: skip
-    assert random_input(0, "x", (3,), "integers").tolist() == [3.0, -1.0, 3.0]
+    assert RandomSpec(0, "x", (3,), "integers").draw().tolist() == [3.0, -1.0, 3.0]
 
 
 def test_lower_precision_gets_the_float64_draw_rounded():
-    wide = random_input(7, "w", (5,), "uniform")
-    narrow = random_input(7, "w", (5,), "uniform", dtype="float32")
+    wide = RandomSpec(7, "w", (5,), "uniform").draw()
+    narrow = RandomSpec(7, "w", (5,), "uniform", dtype="float32").draw()
     assert narrow.dtype == np.float32
     np.testing.assert_array_equal(narrow, wide.astype(np.float32))
 
@@ -505,9 +504,9 @@ def test_large_draws_on_threads_give_the_numbers_drawn_one_by_one():
     assert list(drawn) == ["x", "y", "n"]
     assert drawn["x"].dtype == np.float32 and drawn["x"].shape == (size,)
     np.testing.assert_array_equal(
-        drawn["x"], random_input(3, "x", (size,), "uniform", -2, 2, "float32")
+        drawn["x"], RandomSpec(3, "x", (size,), "uniform", -2, 2, "float32").draw()
     )
-    np.testing.assert_array_equal(drawn["y"], random_input(3, "y", (size,)))
+    np.testing.assert_array_equal(drawn["y"], RandomSpec(3, "y", (size,)).draw())
     assert drawn["n"] is specs["n"]
 
 

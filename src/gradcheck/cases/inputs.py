@@ -104,19 +104,6 @@ def draw_all(values: Mapping[K, np.ndarray | RandomSpec]) -> dict[K, np.ndarray]
     return {key: drawn.get(key, v) for key, v in values.items()}
 
 
-def random_input(
-    seed: int,
-    name: str,
-    shape: Sequence[int],
-    init: str = "normal",
-    low: float | None = None,
-    high: float | None = None,
-    dtype: str = "float64",
-) -> np.ndarray:
-    """Input `name`'s values, drawn from its own stream; `ValueError` for a bad init or range."""
-    return RandomSpec(seed, name, tuple(shape), init, low, high, dtype).draw()
-
-
 def cotangent_spec(seed: int, shape: Sequence[int], dtype: str = "float64") -> RandomSpec:
     """A standard normal cotangent, from the case seed's own cotangent stream."""
     return RandomSpec(seed, _COTANGENT_STREAM, tuple(shape), "normal", dtype=dtype)
