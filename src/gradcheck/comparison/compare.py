@@ -41,12 +41,7 @@ def compare(want: np.ndarray, got: np.ndarray, tolerance: Tolerance) -> Comparis
         return _compare_non_finite(want, got, tolerance)
     max_abs, worst, max_rel, mismatched = finite
     return _result(
-        want,
-        got,
-        max_abs_diff=max_abs,
-        max_rel_diff=max_rel,
-        mismatched=mismatched,
-        worst_index=tuple(int(i) for i in np.unravel_index(worst, want.shape)),
+        want, got, max_abs_diff=max_abs, max_rel_diff=max_rel, mismatched=mismatched, worst=worst
     )
 
 
@@ -84,30 +79,36 @@ def _compare_finite(
 def _compare_non_finite(want: np.ndarray, got: np.ndarray, tolerance: Tolerance) -> Comparison:
     """The full rule, for arrays holding a NaN or an infinity somewhere."""
     ok = close_mask(want, got, tolerance)
-    want64, got64 = np.asarray(want, np.float64), np.asarray(got, np.float64)
+    want64 = np.asarray(want, np.float64)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        diff = np.where(ok & ~np.isfinite(got64 - want64), 0.0, np.abs(got64 - want64))
+        signed = np.asarray(got, np.float64) - want64
+        diff = np.where(ok & ~np.isfinite(signed), 0.0, np.abs(signed))
         diff = np.where(np.isnan(diff), np.inf, diff)  # NaN against a number: infinitely off
         rel = np.where(diff == 0, 0.0, diff / np.abs(want64))
         rel = np.where(np.isnan(rel), np.inf, rel)  # a number against a NaN reference
-    worst = np.unravel_index(np.argmax(diff), diff.shape)
     return _result(
         want,
         got,
         max_abs_diff=float(diff.max()),
         max_rel_diff=float(rel.max()),
         mismatched=int(np.count_nonzero(~ok)),
-        worst_index=tuple(int(i) for i in worst),
+        worst=int(np.argmax(diff)),
     )
 
 
-def _result(want: np.ndarray, got: np.ndarray, mismatched: int, **fields) -> Comparison:
+def _result(
+    want: np.ndarray, got: np.ndarray, mismatched: int, worst: int | None = None, **fields
+) -> Comparison:
+    """The comparison; `worst` is the flat index of the largest difference."""
     return Comparison(
         "passed" if mismatched == 0 else "failed",
         reference_shape=want.shape,
         engine_shape=got.shape,
         mismatched=mismatched,
         size=want.size,
+        worst_index=None
+        if worst is None
+        else tuple(int(i) for i in np.unravel_index(worst, want.shape)),
         reference=want,
         engine=got,
         **fields,
