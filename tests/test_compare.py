@@ -155,13 +155,11 @@ def test_relative_difference_at_a_zero_reference():
 
 
 def test_float32_arrays_are_compared_in_float64():
-    one = np.float32(1.0)
-    ulp = np.nextafter(one, np.float32(2.0))
-    # In float32, 1e-8 + 1e-8 * 1 rounds the bound; in float64 a one-ulp (2**-23)
-    # difference is exactly 1.1920928955078125e-07 and the bound 2e-8 is below it.
-    result = compare(np.array([one]), np.array([ulp]), Tolerance(rtol=1e-8, atol=1e-8))
-    assert not result.passed
-    assert result.max_abs_diff == 2.0**-23
+    # 2**25 - 1 needs 25 bits: float32 arithmetic would round the difference to 2**25.
+    want, got = np.array([2.0**25], np.float32), np.array([1.0], np.float32)
+    result = compare(want, got, Tolerance(rtol=0.0, atol=0.0))
+    assert result.max_abs_diff == 2.0**25 - 1
+    assert result.max_rel_diff == (2.0**25 - 1) / 2.0**25  # float32 would make it 1.0
     assert result.reference.dtype == np.float32  # kept as the engines gave them
 
 
