@@ -1,6 +1,6 @@
 """What a run produces: one `CaseResult` per case, with its inputs' comparisons and hints.
 
-Every reporter (rich, JSON, JUnit) reads these objects; nothing else is shared.
+Every reporter (rich, JSON, JUnit, HTML) reads these objects; nothing else is shared.
 """
 
 from __future__ import annotations
@@ -57,6 +57,8 @@ class Comparison:
     worst_index: tuple[int, ...] | None = None
     reference: np.ndarray | None = None
     engine: np.ndarray | None = None
+    rtol: float | None = None  # the tolerance the arrays were compared under
+    atol: float | None = None
 
     @property
     def passed(self) -> bool:
@@ -85,6 +87,17 @@ class NodeResult:
 
 
 @dataclass
+class GraphNode:
+    """One node of the case's expression, as plain data (the HTML report draws the graph)."""
+
+    text: str  # the node's source text, as `NodeResult.node` and `Hint.node` name it
+    op: str | None  # None for an input or a literal
+    args: list[int]  # positions of the argument nodes in `CaseResult.graph`
+    shape: tuple[int, ...]
+    name: str | None = None  # the input's name, or the binding that names the node
+
+
+@dataclass
 class CaseResult:
     name: str
     file: str
@@ -96,6 +109,7 @@ class CaseResult:
     inputs: list[InputResult] = field(default_factory=list)
     nodes: list[NodeResult] = field(default_factory=list)
     hints: list[Hint] = field(default_factory=list)
+    graph: list[GraphNode] = field(default_factory=list)  # arguments first, the output last
     duration_s: float = 0.0
     traceback: str | None = None
     tags: list[str] = field(default_factory=list)

@@ -90,7 +90,13 @@ def check_case(
 ) -> CaseResult:
     started, startup = time.perf_counter(), _startup_s
     result = CaseResult(
-        case.name, case.file, case.line, "passed", expr=case.expr, tags=list(case.tags)
+        case.name,
+        case.file,
+        case.line,
+        "passed",
+        expr=case.expr,
+        tags=list(case.tags),
+        graph=case.expression.outline(),
     )
     try:
         _check(case, engine_factory, options, result)

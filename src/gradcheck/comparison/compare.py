@@ -33,15 +33,23 @@ def close_mask(want: np.ndarray, got: np.ndarray, tolerance: Tolerance) -> np.nd
 def compare(want: np.ndarray, got: np.ndarray, tolerance: Tolerance) -> Comparison:
     want, got = np.asarray(want), np.asarray(got)
     if want.shape != got.shape:
-        return _result(want, got, max_abs_diff=None, max_rel_diff=None, mismatched=want.size)
+        return _result(
+            want, got, tolerance, max_abs_diff=None, max_rel_diff=None, mismatched=want.size
+        )
     if np.array_equal(want, got):  # bit-for-bit answers (the stale check's usual case)
-        return _result(want, got, max_abs_diff=0.0, max_rel_diff=0.0, mismatched=0)
+        return _result(want, got, tolerance, max_abs_diff=0.0, max_rel_diff=0.0, mismatched=0)
     finite = _compare_finite(want.reshape(-1), got.reshape(-1), tolerance)
     if finite is None:
         return _compare_non_finite(want, got, tolerance)
     max_abs, worst, max_rel, mismatched = finite
     return _result(
-        want, got, max_abs_diff=max_abs, max_rel_diff=max_rel, mismatched=mismatched, worst=worst
+        want,
+        got,
+        tolerance,
+        max_abs_diff=max_abs,
+        max_rel_diff=max_rel,
+        mismatched=mismatched,
+        worst=worst,
     )
 
 
@@ -89,6 +97,7 @@ def _compare_non_finite(want: np.ndarray, got: np.ndarray, tolerance: Tolerance)
     return _result(
         want,
         got,
+        tolerance,
         max_abs_diff=float(diff.max()),
         max_rel_diff=float(rel.max()),
         mismatched=int(np.count_nonzero(~ok)),
@@ -97,7 +106,12 @@ def _compare_non_finite(want: np.ndarray, got: np.ndarray, tolerance: Tolerance)
 
 
 def _result(
-    want: np.ndarray, got: np.ndarray, mismatched: int, worst: int | None = None, **fields
+    want: np.ndarray,
+    got: np.ndarray,
+    tolerance: Tolerance,
+    mismatched: int,
+    worst: int | None = None,
+    **fields,
 ) -> Comparison:
     """The comparison; `worst` is the flat index of the largest difference."""
     return Comparison(
@@ -111,5 +125,7 @@ def _result(
         else tuple(int(i) for i in np.unravel_index(worst, want.shape)),
         reference=want,
         engine=got,
+        rtol=tolerance.rtol,
+        atol=tolerance.atol,
         **fields,
     )

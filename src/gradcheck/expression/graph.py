@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..ops import Op, Shape
+from ..results import GraphNode
 
 
 @dataclass(eq=False)
@@ -58,3 +59,23 @@ class Expression:
     @property
     def names(self) -> list[str]:
         return [*self.inputs, *(b for b in self.bindings if b not in self.inputs)]
+
+    def outline(self) -> list[GraphNode]:
+        """The nodes the output depends on, as plain data (no ops, no functions), for a
+        report to draw; arguments come first, so the output is the last."""
+        needed = {self.output}
+        for node in reversed(self.nodes):
+            if node in needed:
+                needed.update(node.args)
+        kept = [node for node in self.nodes if node in needed]
+        position = {node: i for i, node in enumerate(kept)}
+        return [
+            GraphNode(
+                node.text,
+                node.op.name if node.op else None,
+                [position[arg] for arg in node.args],
+                tuple(node.shape),
+                node.name,
+            )
+            for node in kept
+        ]
