@@ -39,6 +39,12 @@ class Format(str, enum.Enum):
     json = "json"
     junit = "junit"
     github = "github"  # the rich report, then GitHub Actions annotations
+    html = "html"  # a page to look at (SPEC §11)
+
+
+FILE_FORMATS = (Format.json, Format.junit, Format.html)
+SUFFIX_FORMATS = {".html": Format.html, ".htm": Format.html, ".json": Format.json,
+                  ".xml": Format.junit}  # fmt: skip
 
 
 Paths = Annotated[
@@ -98,13 +104,17 @@ def run(
     quiet: Annotated[
         bool, typer.Option("-q", "--quiet", help="Failures and the summary only.")
     ] = False,
-    format: Annotated[Format, typer.Option("--format", "-f", help="Report format.")] = Format.rich,
+    format: Annotated[
+        Format | None, typer.Option("--format", "-f", help="Report format [default: rich].")
+    ] = None,
     output: Annotated[
         Path | None,
         typer.Option(
             "--output",
             "-o",
-            help="Write the report here (atomically); the terminal still gets the rich report.",
+            help="Write the report here (atomically): in --format's file format, else the "
+            "suffix's (.html, .json, .xml for JUnit, other: plain text). The terminal keeps "
+            "the rich report.",
         ),
     ] = None,
     strict: Annotated[
@@ -151,7 +161,7 @@ def run(
     """Check every case against TensorFlow."""
     from .cache import ReferenceCache
     from .cases import load_paths
-    from .report import render, to_github, to_json, to_junit
+    from .report import render, to_github, to_html, to_json, to_junit
     from .runner import RunOptions
     from .runner import run as run_cases
 
@@ -170,7 +180,8 @@ def run(
         stale_check_limit=stale_check_limit or None,
     )
     console = _console()
-    rich_to_stdout = format in (Format.rich, Format.github) or output is not None
+    into_file = _file_format(format, output) if output is not None else None
+    rich_to_stdout = format not in FILE_FORMATS or output is not None
     with _progress(console, len(items), show=rich_to_stdout) as on_result:
         result = run_cases(items, factory, options, on_result=on_result)
 
@@ -178,19 +189,19 @@ def run(
         Format.json: lambda: to_json(result, tool_version=__version__, verbose=verbose),
         Format.junit: lambda: to_junit(result),
         Format.github: lambda: to_github(result),
+        Format.html: lambda: to_html(result, tool_version=__version__),
     }
     if output is not None:
         from .atomic import write_atomic
 
-        text = writers[format]() if format in writers else _plain_report(result, verbose)
+        text = writers[into_file]() if into_file in writers else _plain_report(result, verbose)
         write_atomic(output, text)
-    if format is Format.github and output is None:  # people read the report, the runner the rest
+    if rich_to_stdout:
         render(result, console, verbose=verbose, quiet=quiet)
-        typer.echo(writers[format](), nl=False)
-    elif format in writers and output is None:
-        typer.echo(writers[format]())
+        if format is Format.github and into_file is not Format.github:
+            typer.echo(writers[format](), nl=False)  # people read the report, the runner these
     else:
-        render(result, console, verbose=verbose, quiet=quiet)
+        typer.echo(writers[format]())
     if durations is not None:
         _print_durations(result, durations, stderr=not rich_to_stdout)
     raise typer.Exit(result.exit_code)
@@ -305,6 +316,15 @@ def _progress(console, total: int, *, show: bool):
     with bar:
         task = bar.add_task("checking", total=total)
         yield lambda case: bar.advance(task)
+
+
+def _file_format(format: Format | None, output: Path) -> Format:
+    """What `--output` gets: --format's file format, else the one the file's suffix names,
+    else --format's (rich: the plain-text report). So `--output report.html` beside the
+    rich report or the GitHub annotations writes the page."""
+    if format in FILE_FORMATS:
+        return format
+    return SUFFIX_FORMATS.get(output.suffix.lower(), format or Format.rich)
 
 
 def _print_durations(result, count: int, *, stderr: bool) -> None:
