@@ -5,7 +5,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench clean
+# The HTML report's tests render it in headless Chromium, a Debian package: installed
+# here when missing and we are root (as CI is); otherwise the tests say what to install.
+CHROMIUM = $(shell command -v chromium || command -v chromium-browser)
+CHROMIUM_FLAGS = --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+	--disable-background-networking --disable-component-update --disable-sync --hide-scrollbars
+
+.PHONY: run test lint bench clean browser screenshot
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,8 +22,23 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/gradcheck run cases/
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/python -m pytest
+
+browser:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	else echo "make: the HTML report's tests need Chromium (Debian: apt-get install chromium)" >&2; fi
+
+# The README's picture: the seed report as gradcheck writes it, drawn by Chromium.
+screenshot: $(STAMP) browser
+	$(BIN)/gradcheck run cases/seed.yaml --engine examples/seed_engine.py \
+		--output $(VENV)/seed-report.html >/dev/null || test $$? = 1
+	profile=$$(mktemp -d) && $(or $(CHROMIUM),chromium) $(CHROMIUM_FLAGS) \
+		--user-data-dir=$$profile --window-size=1280,1640 --screenshot=docs/seed-report.png \
+		file://$(CURDIR)/$(VENV)/seed-report.html 2>/dev/null; status=$$?; rm -rf $$profile; \
+		exit $$status
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench examples

@@ -45,8 +45,8 @@ margin-top:.6rem}.explain{min-width:0;overflow-x:auto}
 .hint{border:2px solid #1f2328;border-radius:6px;padding:.5rem .8rem;margin:.5rem 0}
 .hint .code{font-weight:700}.fix{margin:.3rem 0 0}.fix::before{content:"fix: ";font-weight:700}
 ul.hints{padding-left:1.1rem}ul.hints li{margin:.3rem 0}
-table{border-collapse:collapse;font-size:.9rem}
-td,th{padding:.15rem .5rem;text-align:left;white-space:nowrap}
+table{border-collapse:collapse;font-size:.85rem}
+td,th{padding:.1rem .35rem;text-align:left;white-space:nowrap}
 th{border-bottom:1px solid #1f2328}td.num{text-align:right;font-variant-numeric:tabular-nums}
 pre{background:#f6f8fa;border:1px solid #d0d7de;padding:.5rem;overflow-x:auto;font-size:.85rem}
 pre .ln{color:var(--dim);user-select:none;display:inline-block;min-width:3ch;text-align:right;
@@ -68,7 +68,7 @@ ul.compact{columns:2 32rem;font-size:.9rem;padding-left:1.1rem}
 svg.defs{position:absolute}
 @media (max-width:900px){.body{display:block}}
 @media print{body{margin:0;max-width:none}.body{display:block}section.case{break-inside:auto}
-pre{white-space:pre-wrap}}
+pre{white-space:pre-wrap}svg{print-color-adjust:exact}}
 """
 
 

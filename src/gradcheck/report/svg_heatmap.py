@@ -58,8 +58,11 @@ def colours(values: np.ndarray, scale: float) -> list[str]:
 
 # Patterns and the legend's gradient, defined once per page; heatmaps refer to them.
 HEATMAP_DEFS = (
-    '<pattern id="gc-hatch" width="4" height="4" patternUnits="userSpaceOnUse">'
-    '<path d="M0 4L4 0" stroke="#000" stroke-opacity=".45" stroke-width=".8"/></pattern>'
+    # Black and white lines: the hatching shows on light and on dark cells alike.
+    '<pattern id="gc-hatch" width="6" height="6" patternUnits="userSpaceOnUse">'
+    '<path d="M0 6L6 0" stroke="#000" stroke-opacity=".5" stroke-width=".8"/>'
+    '<path d="M0 3L3 0M3 6L6 3" stroke="#fff" stroke-opacity=".7" stroke-width=".8"/>'
+    "</pattern>"
     '<pattern id="gc-nan" width="6" height="6" patternUnits="userSpaceOnUse">'
     '<rect width="6" height="6" fill="#bbb"/>'
     '<path d="M0 0L6 6M6 0L0 6" stroke="#000" stroke-width=".8"/></pattern>'
@@ -232,11 +235,13 @@ def _labels(values: np.ndarray, cells: _Cells, scale: float) -> list[str]:
     for (x, y), value in zip(cells.at, values.reshape(-1).tolist(), strict=True):
         label = f"{value:.3g}"
         size = min(cells.px // 3, int(cells.px * 1.6 / len(label)))
-        fill = "#fff" if math.isfinite(value) and abs(value) > 0.6 * scale else "#000"
+        dark = math.isfinite(value) and abs(value) > 0.6 * scale
+        fill, halo = ("#fff", "#000") if dark else ("#000", "#fff")  # the halo over hatching
         out.append(
             f'<text class="value" x="{x + cells.px / 2:g}" y="{y + cells.px / 2:g}" '
             f'font-size="{size}" text-anchor="middle" dominant-baseline="central" '
-            f'fill="{fill}">{label}</text>'
+            f'fill="{fill}" stroke="{halo}" stroke-width="1.6" stroke-opacity=".8" '
+            f'paint-order="stroke">{label}</text>'
         )
     return out
 
