@@ -493,6 +493,7 @@ def test_scalars_rows_nans_and_shape_mismatches() -> None:
     engine = np.array([1.0, np.nan, 3.0])
     nan = find(figure(np.array([1.0, 2.0, 3.0]), engine), "svg", "heatmap")
     assert [c["fill"] == "url(#gc-nan)" for c in cells(nan[1])] == [False, True, False]
+    assert "an empty array" in text_of(figure(np.ones((2, 0)), np.ones((2, 1))))
     shapes = figure(np.ones((2, 2)), np.ones((2, 2, 2)))
     assert [p.get("data-panel") for p in find(shapes, "svg", "heatmap")] == ["reference", "engine"]
     assert "The shapes differ ((2, 2) against (2, 2, 2))" in text_of(shapes)
@@ -530,7 +531,7 @@ def graph_of(case: CaseResult) -> dict[str, set[str]]:
 
 
 def test_graph_marks_nodes_from_localisation_and_from_hints() -> None:
-    expr = "h = tanh(x @ w)\nsum(h * h + relu(h))"
+    expr = "h = tanh(x @ w)\nsum(h * h + relu(h) * 2.0)"
     parsed = load_case({"name": "c", "expr": expr, "inputs": {"x": [[1.0]], "w": [[2.0]]}})
     base = dict(name="c", file="c.yaml", line=1, status="failed", expr=expr,
                 graph=parsed.expression.outline())  # fmt: skip
@@ -543,8 +544,8 @@ def test_graph_marks_nodes_from_localisation_and_from_hints() -> None:
     marked = graph_of(CaseResult(**base, hints=[kink, op_vjp], nodes=nodes))
     assert marked["relu(h)"] == {"op", "failing", "highlighted"}
     assert marked["tanh(x @ w)"] == {"op", "failing"}
-    assert marked["x @ w"] == {"op"} and marked["x"] == {"input"}
-    assert marked["sum(h * h + relu(h))"] == {"op", "output"}
+    assert marked["x @ w"] == {"op"} and marked["x"] == {"input"} and marked["2.0"] == {"literal"}
+    assert marked["sum(h * h + relu(h) * 2.0)"] == {"op", "output"}
     fingerprint = Hint("fault:tanh.from-input", "m", "fix", "exact", op="tanh")
     marked = graph_of(CaseResult(**base, hints=[fingerprint], nodes=nodes))
     assert {n for n, c in marked.items() if "highlighted" in c} == {"tanh(x @ w)"}

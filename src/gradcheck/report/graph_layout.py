@@ -9,7 +9,7 @@ moved towards the mean of its neighbours, as far as its layer's order and spacin
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import pairwise
 
 SWEEPS = 4  # crossing-reduction rounds (down and up); the best order seen is kept
@@ -20,11 +20,11 @@ VIRTUAL_WIDTH = 6.0  # an edge's point on a layer it crosses
 @dataclass
 class Layout:
     x: list[float]  # centre of each node
-    layer: list[int]
-    edges: list[list[tuple[float, int]]] = field(default_factory=list)  # (x, layer) points
-    edge_ends: list[tuple[int, int]] = field(default_factory=list)  # (argument, consumer)
-    width: float = 0.0
-    layers: int = 0
+    layer: list[int]  # 0 at the top
+    edges: list[list[tuple[float, int]]]  # each edge's (x, layer) points, argument first
+    edge_ends: list[tuple[int, int]]  # each edge's (argument, consumer)
+    width: float
+    layers: int
 
 
 def layered(args: list[list[int]], widths: list[float]) -> Layout:

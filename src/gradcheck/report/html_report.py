@@ -17,12 +17,11 @@ from typing import Any
 from ..results import CaseResult, Comparison, Hint, RunResult
 from .case_source import case_source, read_lines
 from .markup import number, shape, text
+from .rich_report import STATUS_WORD, headline, summary_line
 from .svg_graph import GRAPH_DEFS, expression_graph
 from .svg_heatmap import HEATMAP_DEFS, heatmaps
 
 SHOWN = ("failed", "error", "invalid")  # a section each; the rest is a list
-STATUS_WORD = {"passed": "PASSED", "failed": "FAILED", "error": "ERROR",
-               "skipped": "SKIPPED", "invalid": "INVALID"}  # fmt: skip
 
 STYLE = """
 :root{color-scheme:light;--bad:#b2182b;--ok:#1a7f37;--skip:#8a6100;--dim:#57606a}
@@ -59,7 +58,7 @@ figure.panel{margin:0}figcaption{font-size:.85rem;font-weight:600}
 .graph text{text-anchor:middle;fill:#1f2328}
 .graph .edge{fill:none;stroke:#57606a;stroke-width:1.3}
 .graph .node rect{fill:#fff;stroke:#57606a;stroke-width:1.2}
-.graph .input rect{fill:#f6f8fa}
+.graph .input rect{fill:#f6f8fa}.graph .literal rect{stroke-dasharray:2 2}
 .graph .output rect{stroke:#1f2328;stroke-width:2}
 .graph .failing rect{stroke:var(--bad);stroke-width:2.5;stroke-dasharray:6 3}
 .graph .failing text{fill:var(--bad)}
@@ -77,7 +76,7 @@ def to_html(run: RunResult, *, tool_version: str) -> str:
     shown = [case for case in run.cases if case.status in SHOWN]
     listed = [case for case in run.cases if case.status not in SHOWN]
     files = {case.file: read_lines(case.file) for case in shown}  # each read once
-    title = f"gradcheck: {_counts_line(run)}"
+    title = f"gradcheck: {summary_line(run)}"
     return "".join(
         [
             '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
@@ -96,12 +95,6 @@ def to_html(run: RunResult, *, tool_version: str) -> str:
 # --- the summary ----------------------------------------------------------------------
 
 
-def _counts_line(run: RunResult) -> str:
-    parts = [f"{run.count(s)} {s}" for s in ("failed", "error", "invalid", "passed", "skipped")]
-    kept = [p for p in parts if not p.startswith("0 ")] or ["no cases ran"]
-    return f"{', '.join(kept)} in {run.duration_s:.2f}s"
-
-
 def _summary(run: RunResult, tool_version: str, shown: list[CaseResult]) -> str:
     summary = run.summary
     counts = "".join(
@@ -112,7 +105,7 @@ def _summary(run: RunResult, tool_version: str, shown: list[CaseResult]) -> str:
     contents = "".join(
         f'<li class="{case.status}"><a href="#case-{n}"><span class="status">'
         f"{STATUS_WORD[case.status]}</span> {text(_case_id(case))}</a>"
-        f" — {text(_headline(case))}</li>"
+        f" — {text(headline(case))}</li>"
         for n, case in enumerate(shown, 1)
     )
     return (
@@ -168,12 +161,6 @@ def _ops(ops: dict[str, dict[str, int]] | None) -> str:
 
 def _case_id(case: CaseResult) -> str:
     return f"{case.location}::{case.name}"
-
-
-def _headline(case: CaseResult) -> str:
-    if case.hints:
-        return f"{case.hints[0].code}: {case.hints[0].message}"
-    return case.message or case.status
 
 
 def _case(case: CaseResult, number: int, file_lines: list[str] | None) -> str:

@@ -36,7 +36,7 @@ class NodeMarks:
     highlighted: set[int]
 
 
-def marks(case: CaseResult) -> NodeMarks:
+def node_marks(case: CaseResult) -> NodeMarks:
     """Failing nodes from localisation and from hints; the top hint's node highlighted."""
     by_text: dict[str, list[int]] = {}
     for i, node in enumerate(case.graph):
@@ -76,7 +76,7 @@ def expression_graph(case: CaseResult) -> str:
     graph = case.graph
     if not graph:
         return ""
-    found = marks(case)
+    found = node_marks(case)
     lines = [_lines(node, found.failing.get(i, [])) for i, node in enumerate(graph)]
     widths = [max(len(t) * CHAR_PX[size] for t, size in ls) + 2 * PAD for ls in lines]
     heights = [len(ls) * LINE_PX + PAD for ls in lines]
@@ -117,13 +117,20 @@ def expression_graph(case: CaseResult) -> str:
     )
 
 
+def _kind(node: GraphNode) -> str:
+    if node.op is not None:
+        return "op"
+    return "input" if node.name == node.text else "literal"  # an input's text is its name
+
+
 def _lines(node: GraphNode, found: list[str]) -> list[tuple[str, int]]:
     """The node's text lines and their font sizes: what it is, its shape, what is wrong."""
-    if node.op is None:
-        head = node.name or node.text  # an input's name, or a literal's value
-    else:
-        head = f"{node.name} = {node.op}" if node.name else node.op
-    lines = [(head, 12), (shape(node.shape), 10)]
+    kind = _kind(node)
+    if kind == "literal":
+        return [(node.text, 10)]
+    head = node.op if kind == "op" else node.text
+    lines = [(f"{node.name} = {head}" if kind == "op" and node.name else head, 12)]
+    lines.append((shape(node.shape), 10))
     for mark in dict.fromkeys(found):  # once each, in the order found
         lines.append((mark if len(mark) <= MARK_LENGTH else mark[: MARK_LENGTH - 1] + "…", 10))
     return lines
@@ -139,7 +146,7 @@ def _node(
 ) -> str:
     x, y = at
     width, height = size
-    kind = "input" if node.op is None else "op"
+    kind = _kind(node)
     title = "\n".join([node.text, *found])
     labels = []
     for n, (line, font) in enumerate(lines):
@@ -152,7 +159,7 @@ def _node(
         f'<g class="node {" ".join([kind, *states])}" data-node="{text(node.text)}">'
         f"<title>{text(title)}</title>"
         f'<rect x="{x:.1f}" y="{y:.1f}" width="{width:.1f}" height="{height:.1f}" '
-        f'rx="{12 if kind == "input" else 3}"/>{"".join(labels)}</g>'
+        f'rx="{3 if kind == "op" else 12}"/>{"".join(labels)}</g>'
     )
 
 

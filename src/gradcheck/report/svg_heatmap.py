@@ -81,6 +81,8 @@ def heatmaps(name: str, comparison: Comparison) -> str:
         return f'<p class="note">{text(name)}: the arrays were not recorded.</p>'
     reference = np.asarray(comparison.reference, dtype=np.float64)
     engine = np.asarray(comparison.engine, dtype=np.float64)
+    if not (reference.size and engine.size):
+        return f'<p class="note">{text(name)}: an empty array, nothing to draw.</p>'
     if reference.shape != engine.shape:
         drawn = [slices(a, [a], None) for a in (reference, engine)]
         scale = _scale([v for one in drawn for s in one for v in s.values])
