@@ -1,15 +1,14 @@
 """What the HTML report costs: `gradcheck run --output report.html` against `report.json`.
 
 1. The shipped suite (`cases/`) with one planted bug: the builtin engine with one
-   catalogue fault (default `broadcast.no-reduce`, which fails 18 cases, the most
-   pictures of any single-op fault), run by the command line in-process as a user
-   runs it, `--format html --output report.html` against `--format json --output
-   report.json`. Both use one warm reference cache, so TensorFlow computes nothing.
-   Best of REPEATS, in turns. Target (issue 14): HTML <= 1.5x JSON. The report
-   functions alone (`to_html` against `to_json` on the same results) are printed
-   beside it: drawing is the whole difference.
-2. A large case: three (8, 512, 512) inputs of a matmul chain, all wrong
-   (`backprop.no-upstream`): the size of the page and the time `to_html` takes.
+   catalogue fault (default `broadcast.no-reduce`, which fails 18 of the 96 cases),
+   run by the command line in-process as a user runs it: `--format html --output
+   report.html` against `--format json --output report.json`. Both use one warm
+   reference cache, so TensorFlow computes nothing. Best of `large.REPEATS`, in turns.
+   Target (issue 14): HTML <= 1.5x JSON. The report functions alone (`to_html`
+   against `to_json` on the same results) are printed beside it.
+2. A large case: `bench/large.py`'s matmul chain, three (8, 512, 512) inputs, all
+   wrong (`backprop.no-upstream`): the size of the page and the time `to_html` takes.
 
     python bench/html_report.py [--fault NAME]
 
@@ -21,9 +20,9 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import time
 from pathlib import Path
 
+from large import best_of_each, write_case
 from typer.testing import CliRunner
 
 from gradcheck import __version__
@@ -34,31 +33,7 @@ from gradcheck.diagnosis.faults import FAULTS, FaultyEngine
 from gradcheck.report import to_html, to_json
 from gradcheck.runner import RunOptions, run
 
-REPEATS = 7
 TARGET = 1.5
-LARGE_CASE = """
-cases:
-  - name: large_matmul_chain
-    expr: matmul(matmul(x, y), z)
-    dtype: float32
-    cotangent: random
-    tolerance: {rtol: 1.0e-4, atol: 1.0e-3}
-    inputs:
-      x: {shape: [8, 512, 512], init: uniform, low: -1, high: 1}
-      y: {shape: [8, 512, 512], init: uniform, low: -0.1, high: 0.1}
-      z: {shape: [8, 512, 512], init: uniform, low: -0.1, high: 0.1}
-"""
-
-
-def best_of_each(*calls) -> list[float]:
-    """The best time of each `(fn, *args)` over REPEATS rounds, taking turns."""
-    best = [float("inf")] * len(calls)
-    for _ in range(REPEATS):
-        for i, (fn, *args) in enumerate(calls):
-            started = time.perf_counter()
-            fn(*args)
-            best[i] = min(best[i], time.perf_counter() - started)
-    return best
 
 
 def command(*args: str) -> None:
@@ -102,8 +77,7 @@ def suite(fault: str, tmp: Path) -> None:
 
 
 def large(tmp: Path) -> None:
-    path = tmp / "large.yaml"
-    path.write_text(LARGE_CASE)
+    path = write_case(tmp, "matmul_chain")
     result = run(
         load_paths([path]),
         lambda: FaultyEngine(FAULTS["backprop.no-upstream"]),
