@@ -1,13 +1,47 @@
-"""Reading the HTML report in tests: a strict WHATWG parse, and elements by tag and class."""
+"""The HTML report in tests: the seed report made by the command line, a strict WHATWG
+parse, and elements by tag and class."""
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
 import html5lib
+from typer.testing import CliRunner
+
+from gradcheck.cli import app
 
 SVG = "{http://www.w3.org/2000/svg}"
+ROOT = Path(__file__).resolve().parents[1]
+SEED_CASES, SEED_ENGINE = ROOT / "cases" / "seed.yaml", ROOT / "examples" / "seed_engine.py"
+ENV = {"COLUMNS": "240", "NO_COLOR": None, "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
+
+
+def invoke(*args: object):
+    result = CliRunner().invoke(app, [str(a) for a in args], env=ENV)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result
+
+
+@dataclass
+class Report:
+    page: str
+    json: dict
+    stdout: str
+    exit_code: int
+
+
+def seed_report(folder: Path) -> Report:
+    """`gradcheck run cases/seed.yaml -e examples/seed_engine.py --format html -o ...`,
+    and the JSON report (with arrays) of the same run."""
+    common = ["run", SEED_CASES, "-e", SEED_ENGINE, "--cache-dir", folder / "cache"]
+    result = invoke(*common, "--format", "html", "--output", folder / "report.html")
+    as_json = json.loads(invoke(*common, "--format", "json", "--verbose").stdout)
+    return Report((folder / "report.html").read_text(), as_json, result.stdout, result.exit_code)
 
 
 def parse(page: str) -> ET.Element:

@@ -21,8 +21,7 @@ import pytest
 from PIL import Image
 
 from conftest import keep
-from html_page import parse
-from test_html_report import Report, seed_report
+from html_page import Report, parse, seed_report
 
 WIDTH = 1280
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
