@@ -165,12 +165,12 @@ def test_case_source_is_shown_with_its_line_numbers(seed: Report) -> None:
 
 
 def yaml_extent(text: str, line: int) -> tuple[int, int]:
-    """The first and last lines (1-based) with content of the case whose mapping starts
-    on `line`, from PyYAML's node marks."""
+    """The first and last lines (1-based) with content of the case that holds `line`,
+    from PyYAML's node marks."""
     root = yaml.compose(text)
     (cases,) = [value for key, value in root.value if key.value == "cases"]
-    (node,) = [item for item in cases.value if item.start_mark.line + 1 == line]
-    return line, _last_line(node)
+    (node,) = [item for item in cases.value if item.start_mark.line + 1 <= line <= _last_line(item)]
+    return node.start_mark.line + 1, _last_line(node)
 
 
 def _last_line(node) -> int:
@@ -276,13 +276,20 @@ def test_every_status_a_section_or_a_line_of_the_compact_list(in_tmp: Path) -> N
     assert sorted(shown) == sorted(
         case_id(c) for c in cases.values() if c["status"] in ("failed", "error", "invalid")
     )
+    text = (in_tmp / "mixed.yaml").read_text()
     for case in cases.values():
         if case_id(case) in shown:
             section = shown[case_id(case)]
             assert case["status"] in classes(section)
             assert case["message"] in text_of(section)
-            first = find(one(section, "pre", "source"), "span", "ln")[0]
-            assert int(first.text or "") == case["line"]
+            source = one(section, "pre", "source")
+            first, last = yaml_extent(text, case["line"])
+            numbers = [int(n.text or "") for n in find(source, "span", "ln")]
+            assert numbers == list(range(first, last + 1))
+            bold = [b.text for b in find(source, "b", "at")]
+            # An invalid case's line is its problem's, inside the case: shown in bold.
+            assert bold == ([text.splitlines()[case["line"] - 1]] if first != case["line"] else [])
+    assert cases["broken"]["line"] > yaml_extent(text, cases["broken"]["line"])[0]
     error = cases["in_float64"]
     assert " ".join(error["traceback"].split()) in text_of(shown[case_id(error)])
     listed = {text_of(li) for li in find(one(root, "ul", "compact"), "li")}

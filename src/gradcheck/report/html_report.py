@@ -49,7 +49,7 @@ td,th{padding:.1rem .35rem;text-align:left;white-space:nowrap}
 th{border-bottom:1px solid #1f2328}td.num{text-align:right;font-variant-numeric:tabular-nums}
 pre{background:#f6f8fa;border:1px solid #d0d7de;padding:.5rem;overflow-x:auto;font-size:.85rem}
 pre .ln{color:var(--dim);user-select:none;display:inline-block;min-width:3ch;text-align:right;
-margin-right:1ch}
+margin-right:1ch}pre .at{color:var(--bad)}
 .panels{display:flex;flex-wrap:wrap;gap:1rem;align-items:flex-start}
 figure.panel{margin:0}figcaption{font-size:.85rem;font-weight:600}
 .heatmap text{font-family:ui-monospace,monospace}.heatmap .slice{font-size:10px}
@@ -255,14 +255,22 @@ def _traceback(case: CaseResult) -> str:
 
 
 def _source(case: CaseResult, file_lines: list[str] | None) -> str:
+    """The case's lines of YAML, numbered; the line a problem is on (an invalid case's,
+    inside the case) in bold."""
     lines, cut = case_source(file_lines, case.line) if file_lines is not None else ([], False)
     if not lines:
         return f'<p class="note">The case file {text(case.file)} could not be read.</p>'
-    body = "\n".join(f'<span class="ln">{n}</span>{text(line)}' for n, line in lines)
-    note = f'<p class="note">Only the first {len(lines)} lines.</p>' if cut else ""
+    marked = case.line if case.line != lines[0][0] else None
+    body = "\n".join(
+        f'<span class="ln">{n}</span>'
+        + (f'<b class="at">{text(line)}</b>' if n == marked else text(line))
+        for n, line in lines
+    )
+    notes = [f"Line {marked}, in bold, is where the problem is."] if marked else []
+    notes += [f"Only the first {len(lines)} lines."] if cut else []
     return (
-        f"<h3>The case, {text(case.file)} line {case.line}</h3><pre class=source>{body}</pre>"
-        + note
+        f"<h3>The case, {text(case.file)} line {lines[0][0]}</h3><pre class=source>{body}</pre>"
+        + "".join(f'<p class="note">{note}</p>' for note in notes)
     )
 
 
