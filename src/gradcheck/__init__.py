@@ -1,13 +1,29 @@
 """gradcheck: check any autodiff engine's gradients against TensorFlow and explain mismatches.
 
-The Python API (`gradcheck.api`): `check` one expression, `run` case files. Importing
-the package is cheap: NumPy, the runner and TensorFlow are imported on first use.
+The Python API (`gradcheck.api`): `check` one expression, `run` case files. User-defined
+ops (`gradcheck.ops.user`): `op` declares one, `Op`/`register_op` are the long form,
+`load_ops_files` loads ops files. Importing the package is cheap: NumPy, the runner and
+TensorFlow are imported on first use.
 """
+
+from typing import Any
 
 __version__ = "0.1.0"
 
 from .api import CheckResult, InputCheck, InvalidCaseError, RunReport, check, run
 from .errors import GradcheckError
+
+# The op declaration's public names, imported on first use (they bring NumPy in).
+_OPS_API = {
+    "Op": "registry",
+    "ShapeError": "registry",
+    "broadcast_shapes": "broadcast",
+    "OpDeclarationError": "user",
+    "load_ops_files": "user",
+    "op": "user",
+    "register_op": "user",
+    "same_shape": "user",
+}
 
 __all__ = [
     "CheckResult",
@@ -18,4 +34,13 @@ __all__ = [
     "__version__",
     "check",
     "run",
+    *_OPS_API,
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _OPS_API:
+        from importlib import import_module
+
+        return getattr(import_module(f"gradcheck.ops.{_OPS_API[name]}"), name)
+    raise AttributeError(f"module 'gradcheck' has no attribute {name!r}")

@@ -305,21 +305,22 @@ def _engine_factory(engine: EngineSpec) -> Callable[[], Any]:
         from .engines.adapters import load_engine
 
         return load_engine(engine)
+    from .engines.protocol import missing_methods
+
     if inspect.isclass(engine):
-        for method in ("leaf", "value", "grad"):
-            if not callable(getattr(engine, method, None)):
-                raise UsageError(
-                    f"engine {engine.__name__} has no {method}() method; an engine needs "
-                    "leaf, value and grad, and one method per op it supports"
-                )
+        for method in missing_methods(engine):
+            raise UsageError(
+                f"engine {engine.__name__} has no {method}() method; an engine needs "
+                "leaf, value and grad (or vjp, if functional), and one method per op it supports"
+            )
         return engine
-    if callable(engine) and not callable(getattr(engine, "grad", None)):
+    if callable(engine) and missing_methods(engine):
         return engine
     raise UsageError(
         f"engine must be 'builtin', an --engine spec ('path/file.py:Class' or "
         f"'package.module:Class'), an engine class or a zero-argument factory, not "
         f"{type(engine).__name__}"
-        + (": pass the class, every case needs a fresh instance" if hasattr(engine, "grad") else "")
+        + ("" if missing_methods(engine) else ": pass the class, every case needs a fresh instance")
     )
 
 

@@ -1,13 +1,18 @@
-"""The reference cache: TensorFlow's results kept between runs, so a re-run skips TensorFlow.
+"""The reference cache: references kept between runs, so a re-run skips TensorFlow.
 
 A reference (the forward value and the gradients TensorFlow gives for one case) is
 stored under a key that hashes everything that determines it: the expression's source
 and the ops it resolves to (name, TensorFlow mapping, attributes with defaults filled
 in), the resolved inputs (name, dtype, shape, bytes), `wrt`, the dtype, the cotangent,
-TensorFlow's version, `TF_ENABLE_ONEDNN_OPTS` and `REFERENCE_VERSION`. Change any of
-them and the key changes, so a stale entry is never read; it is simply never hit again.
+TensorFlow's version, `TF_ENABLE_ONEDNN_OPTS` and `REFERENCE_VERSION`, and the kind of
+reference (``tensorflow`` or ``numeric``, the finite differences of `engines.numeric`, whose
+entries are keyed by NumPy's version instead of TensorFlow's, and keep which elements they
+cannot judge). A user-defined op also keys on the contents of the file declaring it.
+Change any of them and the key changes, so a stale entry is never read; it is simply
+never hit again.
 
-Layout: ``<cache dir>/tensorflow-<version>/<key>.ref``, one file per reference.
+Layout: ``<cache dir>/tensorflow-<version>/<key>.ref`` (``numeric-<NumPy version>/`` for
+the numeric reference), one file per reference.
 TensorFlow's version comes from its package metadata (`installed_version`), never
 from importing it: a run whose references are all cached does not import TensorFlow.
 Where TensorFlow is not installed at all (a CI that commits the cache), the cache
@@ -31,6 +36,7 @@ TensorFlow engine, the driver, an op's TensorFlow builder), bump `REFERENCE_VERS
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import io
 import json
@@ -66,9 +72,13 @@ class CorruptEntry(Exception):
 
 
 def reference_key(
-    case: Case, tensorflow_version: str, reference_version: int = REFERENCE_VERSION
+    case: Case,
+    tensorflow_version: str,
+    reference_version: int = REFERENCE_VERSION,
+    kind: str = "tensorflow",
 ) -> str:
-    """The sha256 (hex) of everything that determines TensorFlow's results for `case`."""
+    """The sha256 (hex) of everything that determines the `kind` reference's results for
+    `case`; `tensorflow_version` is NumPy's for the numeric reference."""
     digest = hashlib.sha256()
 
     def part(tag: str, data: bytes | str) -> None:
@@ -77,11 +87,16 @@ def reference_key(
         digest.update(raw)
 
     part("reference", str(reference_version))
+    if kind != "tensorflow":
+        part("kind", kind)
     part("tensorflow", tensorflow_version)
     part("onednn", os.environ.get("TF_ENABLE_ONEDNN_OPTS", "0"))
     part("expr", case.expr)
     ops = [
-        [n.op.name, n.op.tf_name, sorted(n.attrs.items())] for n in case.expression.op_nodes if n.op
+        [n.op.name, n.op.tf_name, sorted(n.attrs.items())]
+        + ([n.op.origin, _declaring_file_digest(n.op.origin)] if n.op.origin else [])
+        for n in case.expression.op_nodes
+        if n.op
     ]
     part("ops", json.dumps(ops, default=repr))
     part("wrt", json.dumps(list(case.wrt)))
@@ -94,6 +109,15 @@ def reference_key(
     return digest.hexdigest()
 
 
+@functools.cache
+def _declaring_file_digest(origin: str) -> str:
+    """The sha256 of the file that declared a user op (``file:line``): edit it, miss the cache."""
+    try:
+        return hashlib.sha256(Path(origin.rpartition(":")[0]).read_bytes()).hexdigest()
+    except OSError:
+        return "unreadable"
+
+
 def _hash_array(part: Callable[[str, bytes | str], None], array: np.ndarray) -> None:
     array = np.asarray(array)
     part("dtype", f"{array.dtype.name}/{array.dtype.str}")
@@ -103,6 +127,7 @@ def _hash_array(part: Callable[[str, bytes | str], None], array: np.ndarray) -> 
 
 def encode_entry(key: str, tensorflow_version: str, run: EngineRun) -> bytes:
     arrays = [("forward", run.forward)] + [(f"grad:{n}", g) for n, g in run.grads.items()]
+    arrays += [(f"untrusted:{n}", mask) for n, mask in run.untrusted.items()]
     blobs, described = [], []
     for name, array in arrays:
         array = np.asarray(array)
@@ -116,6 +141,7 @@ def encode_entry(key: str, tensorflow_version: str, run: EngineRun) -> bytes:
         "reference_version": REFERENCE_VERSION,
         "arrays": described,
         "notes": list(run.notes),
+        "slack": dict(run.slack),
     }
     body = json.dumps(header, sort_keys=True).encode() + b"\n" + b"".join(blobs)
     checksum = hashlib.sha256(body).hexdigest()
@@ -148,7 +174,16 @@ def decode_entry(raw: bytes, key: str) -> EngineRun:
     except Exception as e:  # whatever else a damaged entry makes the decoding raise
         raise CorruptEntry(f"{type(e).__name__}: {e}") from e
     grads = {n.removeprefix("grad:"): a for n, a in arrays.items() if n.startswith("grad:")}
-    return EngineRun(arrays["forward"], grads, notes=list(header["notes"]))
+    untrusted = {
+        n.removeprefix("untrusted:"): a for n, a in arrays.items() if n.startswith("untrusted:")
+    }
+    return EngineRun(
+        arrays["forward"],
+        grads,
+        notes=list(header["notes"]),
+        untrusted=untrusted,
+        slack=dict(header.get("slack", {})),
+    )
 
 
 def _load_array(blob: bytes, dtype_name: str) -> np.ndarray:
@@ -179,7 +214,8 @@ def _print_warning(message: str) -> None:
 
 
 class ReferenceCache:
-    """TensorFlow's references on disk under `directory`; one object per run.
+    """References on disk under `directory`; one object per run. Each method takes the
+    reference's `kind`: ``tensorflow`` (the default) or ``numeric``.
 
     `get` and `put` never raise for a cache problem: the first one is reported through
     `warn` (by default a line on stderr), later ones silently, and the reference is
@@ -210,29 +246,33 @@ class ReferenceCache:
         """The version entries are read for: the installed one, else the newest cached."""
         return self.installed_version or _newest_version(self.directory)
 
-    def folder(self) -> Path:
-        version = self.tensorflow_version or "unknown"
-        return self.directory / f"tensorflow-{version.replace(os.sep, '_')}"
+    def version(self, kind: str = "tensorflow") -> str | None:
+        """What the `kind` reference's entries are computed by: TensorFlow's or NumPy's version."""
+        return self.tensorflow_version if kind == "tensorflow" else np.__version__
 
-    def key(self, case: Case) -> str | None:
-        version = self.tensorflow_version
-        return reference_key(case, version) if version else None
+    def folder(self, kind: str = "tensorflow") -> Path:
+        version = self.version(kind) or "unknown"
+        return self.directory / f"{kind}-{version.replace(os.sep, '_')}"
 
-    def path(self, case: Case) -> Path | None:
-        key = self.key(case)
-        return self.folder() / f"{key}{SUFFIX}" if key else None
+    def key(self, case: Case, kind: str = "tensorflow") -> str | None:
+        version = self.version(kind)
+        return reference_key(case, version, kind=kind) if version else None
 
-    def get(self, case: Case) -> EngineRun | None:
+    def path(self, case: Case, kind: str = "tensorflow") -> Path | None:
+        key = self.key(case, kind)
+        return self.folder(kind) / f"{key}{SUFFIX}" if key else None
+
+    def get(self, case: Case, kind: str = "tensorflow") -> EngineRun | None:
         """The cached reference for `case`, or None (a miss) after counting why."""
-        run = self._read(case)
+        run = self._read(case, kind)
         if run is None:
             self.misses += 1
         else:
             self.hits += 1
         return run
 
-    def _read(self, case: Case) -> EngineRun | None:
-        path = self.path(case)
+    def _read(self, case: Case, kind: str) -> EngineRun | None:
+        path = self.path(case, kind)
         if path is None:
             return None
         try:
@@ -251,12 +291,12 @@ class ReferenceCache:
                 path.unlink()
             return None
 
-    def put(self, case: Case, run: EngineRun) -> None:
-        """Store a reference just computed by the installed TensorFlow."""
-        version = self.installed_version
-        if not self.writable or version is None or version != self.tensorflow_version:
+    def put(self, case: Case, run: EngineRun, kind: str = "tensorflow") -> None:
+        """Store a reference just computed (by the installed TensorFlow, for that kind)."""
+        version = self.installed_version if kind == "tensorflow" else self.version(kind)
+        if not self.writable or version is None or version != self.version(kind):
             return
-        path = self.path(case)
+        path = self.path(case, kind)
         if path is None:
             return
         try:
@@ -275,9 +315,9 @@ class ReferenceCache:
             self.warned = True
             self._warn(message)
 
-    def not_cached_message(self, case: Case) -> str:
-        version = self.tensorflow_version
-        where = f"{self.folder()}" if version else f"{self.directory} (no tensorflow-* folder)"
+    def not_cached_message(self, case: Case, kind: str = "tensorflow") -> str:
+        version = self.version(kind)
+        where = f"{self.folder(kind)}" if version else f"{self.directory} (no {kind}-* folder)"
         return (
             f"the reference is not cached in {where} and --require-cache forbids "
             f"computing it; {FILL_HINT}"

@@ -34,6 +34,12 @@ EXIT_OK, EXIT_USAGE = 0, 2  # 1 (a failure) is RunResult.exit_code's
 DEFAULT_PATHS = [Path("cases")]
 
 
+class Reference(str, enum.Enum):
+    tensorflow = "tensorflow"
+    numeric = "numeric"  # finite differences of the NumPy forward; never imports TensorFlow
+    both = "both"
+
+
 class Format(str, enum.Enum):
     rich = "rich"
     json = "json"
@@ -50,6 +56,12 @@ SUFFIX_FORMATS = {".html": Format.html, ".htm": Format.html, ".json": Format.jso
 Paths = Annotated[
     list[Path] | None,
     typer.Argument(help="Case files or folders searched for *.yaml/*.yml [default: cases/]."),
+]
+OpsFiles = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--ops", help="A Python file declaring user-defined ops (gradcheck.op); repeatable."
+    ),
 ]
 
 
@@ -87,6 +99,7 @@ def main_options(
 @boundary
 def run(
     paths: Paths = None,
+    ops_files: OpsFiles = None,
     engine: Annotated[
         str,
         typer.Option("--engine", "-e", help="builtin, path/file.py[:Class] or pkg.module[:Class]."),
@@ -150,6 +163,14 @@ def run(
     cache_dir: Annotated[
         Path, typer.Option(help="Where TensorFlow's results are kept between runs.")
     ] = Path(".gradcheck_cache"),
+    reference: Annotated[
+        Reference,
+        typer.Option(
+            help="What the gradients are checked against: TensorFlow, finite differences "
+            "(numeric, no TensorFlow needed), or both (and where the two disagree); a case's "
+            "own `reference:` wins."
+        ),
+    ] = Reference.tensorflow,
     require_cache: Annotated[
         bool,
         typer.Option(
@@ -158,7 +179,7 @@ def run(
         ),
     ] = False,
 ) -> None:
-    """Check every case against TensorFlow."""
+    """Check every case against TensorFlow (or finite differences: --reference)."""
     from .cache import ReferenceCache
     from .cases import load_paths
     from .report import render, to_github, to_html, to_json, to_junit
@@ -167,6 +188,7 @@ def run(
 
     if require_cache and not cache:
         raise GradcheckError("--require-cache needs the cache; drop --no-cache")
+    _load_ops(ops_files)
     items = load_paths(
         paths or DEFAULT_PATHS, keyword=keyword, max_elements=max_elements, rtol=rtol, atol=atol
     )
@@ -178,6 +200,7 @@ def run(
         cache=ReferenceCache(cache_dir) if cache else None,
         require_cache=require_cache,
         stale_check_limit=stale_check_limit or None,
+        reference=reference.value,
     )
     console = _console()
     into_file = _file_format(format, output) if output is not None else None
@@ -211,6 +234,7 @@ def run(
 @boundary
 def list_cases(
     paths: Paths = None,
+    ops_files: OpsFiles = None,
     keyword: Annotated[str | None, typer.Option("-k", help="Only matching cases.")] = None,
 ) -> None:
     """List the cases the paths hold, and every problem in their files."""
@@ -218,6 +242,7 @@ def list_cases(
 
     from .cases import Case, load_paths
 
+    _load_ops(ops_files)
     items = load_paths(paths or DEFAULT_PATHS, keyword=keyword)
     console = _console()
     for item in items:
@@ -235,20 +260,23 @@ def list_cases(
 
 @app.command()
 @boundary
-def ops() -> None:
+def ops(ops_files: OpsFiles = None) -> None:
     """Every op an expression may use: signature, TensorFlow mapping, meaning."""
     from rich.table import Table
     from rich.text import Text
 
     from .ops import all_ops
 
+    _load_ops(ops_files)
     table = Table(box=None, pad_edge=False)
     for column in ("op", "TensorFlow", "operator", "meaning"):
         table.add_column(column)
     for op in all_ops():
         operator = {"u-": "-x"}.get(op.operator or "", op.operator or "")
         # Text, not markup: `concat([values, ...], axis=0)` would lose its `[values, ...]`.
-        table.add_row(*map(Text, (op.signature, op.tf_name, operator, op.doc)))
+        tf_name = op.tf_name or "none: --reference numeric"
+        doc = f"{op.doc} [user op, {op.origin}]" if op.origin else op.doc
+        table.add_row(*map(Text, (op.signature, tf_name, operator, doc)))
     _console().print(table)
 
 
@@ -271,10 +299,11 @@ def faults() -> None:
 
 @app.command()
 @boundary
-def schema() -> None:
+def schema(ops_files: OpsFiles = None) -> None:
     """The JSON Schema (draft 2020-12) of case files, for editors and validators."""
     from .cases import case_file_schema
 
+    _load_ops(ops_files)
     typer.echo(json.dumps(case_file_schema(), indent=2))
 
 
@@ -283,10 +312,12 @@ def schema() -> None:
 def init_engine(
     path: Annotated[Path, typer.Argument(help="The adapter file to write, e.g. my_engine.py.")],
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
+    ops_files: OpsFiles = None,
 ) -> None:
     """Write an engine adapter template (every op, stubbed) and a first case file next to it."""
     from .scaffold import write_scaffold
 
+    _load_ops(ops_files)
     engine_file, cases_file = write_scaffold(path, force=force)
     typer.echo(f"wrote {engine_file} (an adapter with a stub for every op)")
     typer.echo(f"wrote {cases_file} (two cases needing mul and sum)")
@@ -336,6 +367,13 @@ def _print_durations(result, count: int, *, stderr: bool) -> None:
     lines = [f"{c.duration_s:.2f}s {c.file}::{c.name}" for c in (ran[:count] if count else ran)]
     heading = f"slowest {count} durations" if count else "slowest durations"
     typer.echo("\n".join([heading, *lines]), err=stderr)
+
+
+def _load_ops(paths: list[Path] | None) -> None:
+    if paths:
+        from .ops.user import load_ops_files
+
+        load_ops_files(paths)
 
 
 def _engine(spec: str):

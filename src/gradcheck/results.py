@@ -113,6 +113,7 @@ class CaseResult:
     duration_s: float = 0.0
     traceback: str | None = None
     tags: list[str] = field(default_factory=list)
+    reference: str = "tensorflow"  # the kind of reference it was checked against (SPEC §8)
 
     @property
     def passed(self) -> bool:

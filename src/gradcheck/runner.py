@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .cache import ReferenceCache, ReferenceNotCached
 from .cases.model import Case, InvalidCase
@@ -24,6 +24,8 @@ from .engines.driver import (
     run_engine,
     traceback_tail,
 )
+from .engines.numeric import LABEL as NUMERIC_LABEL
+from .engines.numeric import disagreements, judged_part, numeric_reference, tolerance
 from .engines.protocol import EngineFactory
 from .engines.tensorflow import (
     TensorFlowEngine,
@@ -39,35 +41,65 @@ class RunOptions:
     strict: bool = False  # an unsupported case fails instead of being skipped
     fail_fast: bool = False
     diagnose: bool = True
-    cache: ReferenceCache | None = None  # TensorFlow's results kept between runs
+    cache: ReferenceCache | None = None  # references kept between runs
     require_cache: bool = False  # a reference missing from `cache` is an error, not computed
     stale_check_limit: int | None = STALE_CHECK_LIMIT  # input elements; None: every case
+    reference: str = "tensorflow"  # tensorflow | numeric | both, where a case sets none
 
 
 def reference_run(case: Case, options: RunOptions = RunOptions()) -> EngineRun:
-    """TensorFlow's forward value and gradients for `case`, from `options.cache` if it has them."""
+    """The case's reference (SPEC §8), from `options.cache` if it has it: TensorFlow's, the
+    numeric one (`engines.numeric`), or for `both` TensorFlow's with `doubts` where the
+    finite differences disagree with it."""
+    kind = case.reference or options.reference
+    if kind == "numeric":
+        return _cached(case, options, "numeric", numeric_reference)
+    reference = _cached(case, options, "tensorflow", _tensorflow_reference)
+    if kind == "both":
+        numeric = _cached(case, options, "numeric", numeric_reference)
+        reference = replace(reference, doubts=disagreements(case, reference, numeric))
+    return reference
+
+
+def _cached(
+    case: Case, options: RunOptions, kind: str, compute: Callable[[Case], EngineRun]
+) -> EngineRun:
     cache = options.cache
-    cached = cache.get(case) if cache is not None else None
+    cached = cache.get(case, kind) if cache is not None else None
     if cached is not None:
         return cached
     if options.require_cache:
         raise ReferenceNotCached(
-            cache.not_cached_message(case) if cache else "--require-cache needs a cache"
+            cache.not_cached_message(case, kind) if cache else "--require-cache needs a cache"
+        )
+    reference = compute(case)
+    if cache is not None:
+        cache.put(case, reference, kind)
+    return reference
+
+
+def _tensorflow_reference(case: Case) -> EngineRun:
+    unbuilt = [n.op for n in case.expression.op_nodes if n.op and n.op.tf is None]
+    if unbuilt:
+        raise EngineFailure(
+            f"op {unbuilt[0].name} ({unbuilt[0].origin}) declares no TensorFlow builder (tf=), "
+            "so only finite differences can judge it: set `reference: numeric` on the case "
+            "or run with --reference numeric"
         )
     try:
         engine = _tensorflow_engine()
     except ImportError as e:
-        message = f"TensorFlow is not installed ({e}) and the reference is not cached"
+        message = (
+            f"TensorFlow is not installed ({e}) and the reference is not cached; install "
+            "gradcheck[tensorflow], or use --reference numeric"
+        )
         raise EngineFailure(message) from None
     try:
         # TensorFlow's C++ side logs to fd 2 on first use of some kernels (oneDNN, CUDA).
         with silenced_stderr():
-            reference = run_engine(engine, case.expression, case.inputs, case.wrt, case.cotangent)
+            return run_engine(engine, case.expression, case.inputs, case.wrt, case.cotangent)
     except Unsupported as e:  # a NotImplementedError inside TensorFlow
         raise EngineFailure(str(e)) from e
-    if cache is not None:
-        cache.put(case, reference)
-    return reference
 
 
 # Seconds spent importing TensorFlow, a one-off cost of the run: `check_case` leaves it
@@ -97,6 +129,7 @@ def check_case(
         expr=case.expr,
         tags=list(case.tags),
         graph=case.expression.outline(),
+        reference=case.reference or options.reference,
     )
     try:
         _check(case, engine_factory, options, result)
@@ -114,7 +147,8 @@ def _check(
         _error(result, missing.message, missing)
         return
     except EngineFailure as failure:
-        _error(result, f"TensorFlow could not compute the reference: {failure.message}", failure)
+        kind = case.reference or options.reference
+        _error(result, f"the {kind} reference could not be computed: {failure.message}", failure)
         return
     expect_problems = _check_expect(case, reference)
     elements = sum(value.size for value in case.inputs.values())
@@ -137,9 +171,10 @@ def _check(
         _error(result, f"the engine raised {type(e).__name__}: {e}", failure)
         return
 
+    reference = judged_part(reference, got)
     result.forward = compare(reference.forward, got.forward, case.tolerance)
     result.inputs = [
-        InputResult(name, compare(reference.grads[name], grad, case.tolerance))
+        InputResult(name, compare(reference.grads[name], grad, tolerance(case, reference, name)))
         for name, grad in got.grads.items()
     ]
     stale = [
@@ -149,7 +184,7 @@ def _check(
         if got.grads_again is not None
         and not compare(grad, got.grads_again[name], case.tolerance).passed
     ]
-    notes = [*got.notes, *expect_problems]
+    notes = [*reference.notes, *got.notes, *expect_problems]
     if not ask_twice:
         notes.append(
             f"gradients asked for once: {elements:,} input elements are over the "
@@ -158,15 +193,29 @@ def _check(
     failed = (
         not result.forward.passed or any(not i.comparison.passed for i in result.inputs) or stale
     )
-    result.status = "failed" if failed or expect_problems else "passed"
+    result.status = "failed" if failed or expect_problems or reference.doubts else "passed"
     if failed:
         evidence = Evidence(case, reference, got, result, engine_factory, stale)
         notes += diagnose(evidence) if options.diagnose else []
+    result.hints[:0] = reference.doubts  # the oracle in doubt comes before what it judged
     result.message = "; ".join(notes)
 
 
+def _label(items: Sequence[Case | InvalidCase], options: RunOptions) -> str:
+    """`RunResult.reference`: each kind of reference the cases use, with its version."""
+    kinds = {i.reference or options.reference for i in items if isinstance(i, Case)}
+    if not kinds:
+        return options.reference
+    labels = []
+    if kinds & {"tensorflow", "both"}:
+        labels.append(reference_label(options.cache and options.cache.tensorflow_version))
+    if kinds & {"numeric", "both"}:
+        labels.append(NUMERIC_LABEL)
+    return " + ".join(labels)
+
+
 def _check_expect(case: Case, reference: EngineRun) -> list[str]:
-    """`expect` pins the oracle: TensorFlow must still give the pinned gradients."""
+    """`expect` pins the oracle: the reference must still give the pinned gradients."""
     problems = []
     for name, pinned in case.expect.items():
         check = compare(pinned, reference.grads[name], case.tolerance)
@@ -205,12 +254,9 @@ def run(
             on_result(outcome)
         if options.fail_fast and outcome.status in ("failed", "error"):
             break
-    ran_reference = any(isinstance(i, Case) for i in items)
     return RunResult(
         engine=engine_name(engine_factory),
-        reference=reference_label(options.cache and options.cache.tensorflow_version)
-        if ran_reference
-        else "tensorflow",
+        reference=_label(items, options),
         cases=results,
         duration_s=time.perf_counter() - started,
     )

@@ -10,7 +10,8 @@ becomes an `InvalidCase` saying what is wrong; the other cases still load.
 
 Where SPEC §2 is silent:
 
-* ``defaults:`` may set ``dtype``, ``tolerance``, ``cotangent``, ``seed`` and ``tags``;
+* ``defaults:`` may set ``dtype``, ``tolerance``, ``cotangent``, ``seed``, ``tags`` and
+  ``reference`` (``tensorflow``, ``numeric`` or ``both``; unset, the run's ``--reference``);
   a case's own value replaces the default, except that ``tolerance``'s ``rtol`` and
   ``atol`` are taken one by one (the case's, else the default's, else the dtype's).
   ``name``, ``description``, ``expr``, ``inputs``, ``wrt`` and ``expect`` belong to
@@ -51,12 +52,13 @@ from .selection import matches
 TOP_KEYS = ("defaults", "cases")
 CASE_KEYS = (
     "name", "description", "expr", "inputs", "wrt", "dtype",
-    "cotangent", "tolerance", "seed", "expect", "tags",
+    "cotangent", "tolerance", "seed", "expect", "tags", "reference",
 )  # fmt: skip
-DEFAULT_KEYS = ("dtype", "tolerance", "cotangent", "seed", "tags")
+DEFAULT_KEYS = ("dtype", "tolerance", "cotangent", "seed", "tags", "reference")
 SPEC_KEYS = ("shape", "init", "low", "high", "seed")
 TOLERANCE_KEYS = ("rtol", "atol")
 COTANGENTS = ("ones", "random")
+REFERENCES = ("tensorflow", "numeric", "both")
 NAME_PATTERN = r"[A-Za-z0-9_.-]+"
 IDENTIFIER_PATTERN = r"[A-Za-z_][A-Za-z0-9_]*"
 SUFFIXES = (".yaml", ".yml")
@@ -412,8 +414,19 @@ def _tags(value: Any, line: int) -> list[str]:
     return list(value)
 
 
+def _reference(value: Any, line: int) -> str:
+    if value not in REFERENCES:
+        raise CaseFileError(
+            f"reference {value!r} is not one of {', '.join(REFERENCES)} (numeric: finite "
+            "differences, no TensorFlow; both: each, and where they disagree)",
+            line,
+        )
+    return value
+
+
 _SETTINGS = {
     "dtype": _dtype,
+    "reference": _reference,
     "cotangent": _cotangent,
     "seed": lambda value, line: _integer(value, line, "seed"),
     "tags": _tags,
@@ -530,6 +543,7 @@ class _CaseReader:
             seed=seed,
             expect=_expect(raw, expression, wrt),
             tags=_get(settings, "tags", []),
+            reference=_get(settings, "reference", None),
             description=_string(raw, "description") if "description" in raw else None,
         )
 

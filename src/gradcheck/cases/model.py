@@ -56,6 +56,7 @@ class Case:
     expect: dict[str, np.ndarray] = field(default_factory=dict)
     tags: list[str] = field(default_factory=list)
     description: str | None = None
+    reference: str | None = None  # tensorflow | numeric | both; None: the run's --reference
 
     @property
     def location(self) -> str:

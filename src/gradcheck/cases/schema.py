@@ -18,6 +18,7 @@ from .loader import (
     IDENTIFIER_PATTERN,
     MAX_RANK,
     NAME_PATTERN,
+    REFERENCES,
     TOLERANCE_KEYS,
 )
 from .model import DTYPES
@@ -73,6 +74,11 @@ def case_file_schema() -> dict[str, Any]:
             "description": "Pinned reference gradients, by wrt name.",
         },
         "tags": {"type": "array", "items": {"type": "string"}},
+        "reference": {
+            "enum": list(REFERENCES),
+            "description": "tensorflow, numeric (finite differences) or both; "
+            "the run's --reference by default.",
+        },
     }
     input_spec = {
         "type": "object",

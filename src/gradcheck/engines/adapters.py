@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import inspect
-import sys
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..modules import import_file
 from .builtin import BuiltinEngine
 from .driver import traceback_tail
-from .protocol import EngineFactory
+from .protocol import EngineFactory, missing_methods
 from .tensorflow import quiet_import
 
 DEFAULT_CLASS = "Engine"
@@ -24,7 +23,11 @@ def load_engine(spec: str) -> EngineFactory:
         return BuiltinEngine
     target, _, class_name = spec.partition(":")
     class_name = class_name or DEFAULT_CLASS
-    module = _load_file(Path(target)) if _is_path(target) else _load_module(target)
+    module = (
+        import_file(Path(target), "--engine", prefix="gradcheck_engine")
+        if _is_path(target)
+        else _load_module(target)
+    )
     engine = getattr(module, class_name, None)
     if not inspect.isclass(engine):
         classes = [
@@ -36,9 +39,11 @@ def load_engine(spec: str) -> EngineFactory:
             f"--engine {spec}: {target} has no class {class_name!r} "
             f"(classes there: {', '.join(classes) or 'none'}); name one as {target}:ClassName"
         )
-    for method in ("leaf", "value", "grad"):
-        if not callable(getattr(engine, method, None)):
-            raise UsageError(f"--engine {spec}: {class_name} has no {method}() method (SPEC §4)")
+    for method in missing_methods(engine):
+        raise UsageError(
+            f"--engine {spec}: {class_name} has no {method}() method (SPEC §4; a functional "
+            "engine implements vjp() instead of leaf, constant and grad)"
+        )
     return engine
 
 
@@ -48,25 +53,6 @@ def engine_name(factory: EngineFactory) -> str:
 
 def _is_path(target: str) -> bool:
     return target.endswith(".py") or "/" in target or "\\" in target
-
-
-def _load_file(path: Path) -> Any:
-    if not path.is_file():
-        raise UsageError(f"--engine: no such file {path}")
-    # Keyed by the resolved path, so two engine files of the same name never clash.
-    name = f"gradcheck_engine_{path.stem}_{abs(hash(str(path.resolve()))):x}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise UsageError(f"--engine: cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses and pickling look their module up here
-    try:
-        with quiet_import():  # an engine that imports TensorFlow would print its log noise
-            spec.loader.exec_module(module)
-    except Exception as e:
-        sys.modules.pop(name, None)
-        raise UsageError(f"--engine: importing {path} failed:\n{traceback_tail(e)}") from e
-    return module
 
 
 def _load_module(name: str) -> Any:

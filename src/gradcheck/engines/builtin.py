@@ -80,9 +80,11 @@ class BuiltinEngine:
 
     def apply(self, op: Op, args: list[Tensor], attrs: dict[str, Any]) -> Tensor:
         values = [a.value for a in args]
+        requires_grad = any(a.requires_grad for a in args)
+        if requires_grad and not op.vjps:  # a user op declared without NumPy VJPs
+            raise NotImplementedError(f"{op.name} declares no NumPy VJPs ({op.origin})")
         with np.errstate(all="ignore"):  # inf and nan are results to compare, not warnings
             out = op.forward(values, **attrs) if op.variadic else op.forward(*values, **attrs)
-        requires_grad = any(a.requires_grad for a in args)
         return Tensor(np.asarray(out), op, args, attrs, requires_grad)
 
     # -- backward -------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..expression import Expression, Node
+from ..results import Hint
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parents[1]) + os.sep
 TRACEBACK_FRAMES = 4
@@ -42,6 +43,11 @@ class EngineRun:
     grads: dict[str, np.ndarray]
     grads_again: dict[str, np.ndarray] | None = None
     notes: list[str] = field(default_factory=list)
+    # What a reference knows of its own accuracy (the numeric one, `engines.numeric`), per
+    # wrt name: elements it cannot judge, and an atol to add to the case's tolerance.
+    untrusted: dict[str, np.ndarray] = field(default_factory=dict)
+    slack: dict[str, float] = field(default_factory=dict)
+    doubts: list[Hint] = field(default_factory=list)  # `reference-disagreement` (--reference both)
 
 
 def missing_ops(engine: Any, expression: Expression) -> list[str]:

@@ -14,6 +14,17 @@ An engine is any class with these methods; a fresh instance is made per case::
 
 `concat` and `stack` get a list of nodes first; `getitem(x, index)` gets a tuple of
 ints, slices, None and Ellipsis. A missing op method makes a case unsupported.
+
+Two variants (SPEC §4):
+
+* A functional engine (JAX, HIPS autograd) implements ``vjp(self, fn, primals,
+  cotangent)`` instead of `leaf`, `constant` and `grad`: `fn` is a pure function of the
+  `wrt` values that calls the adapter's own op methods, `primals` the NumPy arrays, and
+  the method returns one gradient per primal (`engines.functional`). `value` and
+  `constant` are optional there: without them gradcheck uses `np.asarray` and the arrays.
+* ``scalar_only = True`` says the engine differentiates scalars only: gradcheck builds
+  ``sum(mul(output, constant(cotangent)))`` from the engine's own `mul` and `sum` and
+  asks for the gradient of that, with a cotangent of 1.
 """
 
 from __future__ import annotations
@@ -21,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
-from ..ops import Op, all_ops
+from ..ops import Op, all_ops, get_op, has_op
 
 
 class Engine(Protocol):
@@ -36,6 +47,19 @@ class Engine(Protocol):
 
 EngineFactory = Callable[[], Any]
 T = TypeVar("T")
+TAPE_METHODS = ("leaf", "value", "grad")
+
+
+def is_functional(engine: Any) -> bool:
+    """A functional engine: `vjp(fn, primals, cotangent)`, no `grad` (SPEC §4)."""
+    return callable(getattr(engine, "vjp", None)) and not callable(getattr(engine, "grad", None))
+
+
+def missing_methods(engine: Any) -> list[str]:
+    """The protocol methods an engine (class or instance) lacks; none for a functional one."""
+    if is_functional(engine):
+        return []
+    return [m for m in TAPE_METHODS if not callable(getattr(engine, m, None))]
 
 
 def _op_method(op: Op) -> Callable[..., Any]:
@@ -60,5 +84,14 @@ def with_op_methods(cls: type[T]) -> type[T]:
     this way, so the driver treats them exactly like a user's engine.
     """
     for op in all_ops():
-        setattr(cls, op.name, _op_method(op))
+        if op.origin is None:
+            setattr(cls, op.name, _op_method(op))
+
+    def __getattr__(self: Any, name: str) -> Any:
+        # User-defined ops (--ops) are declared after the class: their methods come from here.
+        if not name.startswith("_") and has_op(name):
+            return _op_method(get_op(name)).__get__(self)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    cls.__getattr__ = __getattr__  # type: ignore[attr-defined]
     return cls

@@ -106,6 +106,8 @@ class TensorFlowEngine:
         return self.tf.constant(value)
 
     def apply(self, op: Op, args: list[Any], attrs: dict[str, Any]) -> Any:
+        if op.tf is None:  # a user op declared without a TensorFlow builder
+            raise NotImplementedError(f"{op.name} declares no TensorFlow builder ({op.origin})")
         with self.tape:
             if op.variadic:
                 return op.tf(self.tf, args, **attrs)

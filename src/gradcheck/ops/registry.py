@@ -18,6 +18,10 @@ Conventions shared by every declaration:
   back to the argument's shape with `unbroadcast`, once, for every op.
 * ``tf(tf, *args, **attrs)`` builds the op from the TensorFlow module it is given,
   so that nothing here imports TensorFlow.
+* ``vjps`` and ``tf`` may be left out of a user-defined op (`gradcheck.op`, loaded with
+  ``--ops``): without VJPs the builtin engine skips the op, without a TensorFlow builder
+  only the numeric reference can judge it. ``origin`` says where a user op was declared
+  (``file:line``); it is None for the builtin ops.
 * Variadic ops (``concat``, ``stack``) take one list parameter. Their single VJP
   receives the list and the position ``i`` of the element being differentiated.
 """
@@ -43,22 +47,29 @@ class Op:
     params: tuple[str, ...]
     shape: Callable[..., Shape]
     forward: Callable[..., Any]
-    vjps: tuple[VJP, ...]
-    tf: Callable[..., Any]
-    tf_name: str
-    doc: str
+    vjps: tuple[VJP, ...] = ()
+    tf: Callable[..., Any] | None = None
+    tf_name: str | None = None
+    doc: str = ""
     attrs: Mapping[str, Any] = field(default_factory=dict)
     operator: str | None = None
     variadic: bool = False
     # Which diagnosis family the op belongs to: "kink" ops have points where
     # TensorFlow picks a subgradient, and the diagnosis says which convention.
     kink: str | None = None
+    origin: str | None = None
 
     def __post_init__(self) -> None:
-        expected = 1 if self.variadic else len(self.params)
-        if len(self.vjps) != expected:
-            raise TypeError(f"op {self.name}: {len(self.vjps)} VJPs for {expected} parameters")
+        if len(self.vjps) not in (0, self.vjp_count):
+            raise TypeError(
+                f"op {self.name}: {len(self.vjps)} VJPs for {self.vjp_count} parameters"
+            )
         object.__setattr__(self, "attrs", MappingProxyType(dict(self.attrs)))
+
+    @property
+    def vjp_count(self) -> int:
+        """How many VJPs a complete declaration has: one per parameter (one for a list)."""
+        return 1 if self.variadic else len(self.params)
 
     @property
     def signature(self) -> str:
@@ -79,7 +90,9 @@ _REGISTRY: dict[str, Op] = {}
 
 
 def register(op: Op) -> Op:
-    if op.name in _REGISTRY:
+    existing = _REGISTRY.get(op.name)
+    # The same user declaration met again (its file loaded in a fresh module) replaces itself.
+    if existing is not None and (op.origin is None or existing.origin != op.origin):
         raise ValueError(f"op {op.name!r} is declared twice")
     _REGISTRY[op.name] = op
     return op

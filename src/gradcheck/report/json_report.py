@@ -47,6 +47,7 @@ def _case(case: CaseResult, verbose: bool) -> dict[str, Any]:
         "expr": case.expr,
         "message": case.message,
         "tags": list(case.tags),
+        "reference": case.reference,
         "forward": _comparison(case.forward, verbose) if case.forward else None,
         "inputs": [_input(result, verbose) for result in case.inputs],
         "nodes": [_node(node) for node in case.nodes],
