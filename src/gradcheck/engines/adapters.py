@@ -15,12 +15,26 @@ from .protocol import EngineFactory, missing_methods
 from .tensorflow import quiet_import
 
 DEFAULT_CLASS = "Engine"
+# The ready adapters: `--engine NAME` -> (module:class, what to install for it).
+STOCK = {
+    "torch": ("gradcheck.engines.torch:TorchEngine", "gradcheck[torch]"),
+    "jax": ("gradcheck.engines.jax:JaxEngine", "gradcheck[jax]"),
+    "autograd": ("gradcheck.engines.autograd:AutogradEngine", "gradcheck[autograd]"),
+    "tensorflow": ("gradcheck.engines.tensorflow:TensorFlowAdapter", "gradcheck[tensorflow]"),
+}
 
 
 def load_engine(spec: str) -> EngineFactory:
     """The engine class `spec` names; each call of it makes the fresh instance a case gets."""
     if spec == "builtin":
         return BuiltinEngine
+    if spec in STOCK:
+        target, extra = STOCK[spec]
+        module, _, class_name = target.partition(":")
+        try:
+            return getattr(_load_module(module), class_name)
+        except UsageError as e:
+            raise UsageError(f"--engine {spec} needs `pip install '{extra}'`: {e}") from None
     target, _, class_name = spec.partition(":")
     class_name = class_name or DEFAULT_CLASS
     module = (

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..expression import Expression, Node
 from ..results import Hint
+from .protocol import is_functional
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parents[1]) + os.sep
 TRACEBACK_FRAMES = 4
@@ -50,9 +51,20 @@ class EngineRun:
     doubts: list[Hint] = field(default_factory=list)  # `reference-disagreement` (--reference both)
 
 
-def missing_ops(engine: Any, expression: Expression) -> list[str]:
+def missing_ops(engine: Any, expression: Expression, scalar_only: bool = False) -> list[str]:
     needed = dict.fromkeys(n.op.name for n in expression.op_nodes if n.op)
+    if scalar_only:
+        needed.update(dict.fromkeys(("mul", "sum")))
     return [name for name in needed if not callable(getattr(engine, name, None))]
+
+
+def scalar_loss(engine: Any, output: Any, cotangent: np.ndarray) -> Any:
+    """``sum(mul(output, constant(cotangent)))`` from the engine's own ops: what an engine
+    that differentiates scalars only (`scalar_only = True`) is asked to differentiate."""
+    make_constant = getattr(engine, "constant", None) or _as_given
+    weights = _build_call("constant", make_constant, cotangent.copy())
+    product = _build_call("mul(output, cotangent)", engine.mul, output, weights)
+    return _build_call("sum(output * cotangent)", engine.sum, product, axis=None, keepdims=False)
 
 
 def run_engine(
@@ -65,9 +77,14 @@ def run_engine(
     ask_twice: bool = False,
 ) -> EngineRun:
     """Build `expression` in `engine` and differentiate it with respect to `wrt`."""
-    missing = missing_ops(engine, expression)
+    scalar_only = bool(getattr(engine, "scalar_only", False))
+    missing = missing_ops(engine, expression, scalar_only)
     if missing:
         raise Unsupported(f"engine has no method for {', '.join(missing)}")
+    if is_functional(engine):
+        from .functional import run_functional  # it builds on this module's helpers
+
+        return run_functional(engine, expression, inputs, wrt, cotangent, ask_twice=ask_twice)
     dtype = cotangent.dtype
     built = build_expression(
         engine, expression, inputs, _differentiable_inputs(expression, wrt), dtype
@@ -75,11 +92,14 @@ def run_engine(
     output = built[expression.output]
     forward = as_array(call_engine("value", engine.value, output), "value(output)")
     run = EngineRun(forward, {})
+    target, seed = output, cotangent
+    if scalar_only:  # SPEC §4: the engine differentiates sum(output * cotangent) itself
+        target, seed = scalar_loss(engine, output, cotangent), np.ones((), dtype)
 
     def ask(names: Sequence[str]) -> dict[str, np.ndarray]:
         nodes = [built[expression.lookup(n)] for n in names]
-        result = call_engine("grad", engine.grad, output, nodes, cotangent.copy())
-        return _check_grads(result, names)
+        result = call_engine("grad", engine.grad, target, nodes, seed.copy())
+        return check_grads(result, names)
 
     try:
         run.grads = ask(wrt)
@@ -123,11 +143,17 @@ def build_expression(
     inputs: Mapping[str, np.ndarray],
     wrt: set[str],
     dtype: np.dtype,
+    given: Mapping[Node, Any] | None = None,
 ) -> dict[Node, Any]:
-    """Every node of `expression` built in `engine`; inputs in `wrt` as leaves."""
+    """Every node of `expression` built in `engine`; inputs in `wrt` as leaves, the nodes
+    in `given` as given (a functional engine's primals)."""
     make_constant = getattr(engine, "constant", None)
-    built: dict[Node, Any] = {}
+    if make_constant is None and is_functional(engine):
+        make_constant = _as_given  # NumPy arrays go into its ops as they are
+    built: dict[Node, Any] = dict(given or {})
     for node in expression.nodes:
+        if node in built:
+            continue
         if node.is_input:
             # A copy, so that an engine that writes into its inputs cannot change the reference's.
             value = np.array(inputs[node.name])
@@ -148,6 +174,10 @@ def build_expression(
             call_args = [args] if op.variadic else args
             built[node] = _build_call(node.text, method, *call_args, **node.attrs)
     return built
+
+
+def _as_given(value: np.ndarray) -> np.ndarray:
+    return value
 
 
 def _build_call(what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -205,16 +235,17 @@ def as_array(value: Any, what: str) -> np.ndarray:
         ) from None
 
 
-def _check_grads(result: Any, names: Sequence[str]) -> dict[str, np.ndarray]:
+def check_grads(result: Any, names: Sequence[str], what: str = "grad") -> dict[str, np.ndarray]:
+    """An engine's gradients (from its `what` method) by wrt name, or an `EngineFailure`."""
     if isinstance(result, (list, tuple)):
         grads = list(result)
     else:
         raise EngineFailure(
-            f"grad returned {type(result).__name__}; expected a list of {len(names)} arrays, "
+            f"{what} returned {type(result).__name__}; expected a list of {len(names)} arrays, "
             f"one per wrt node ({', '.join(names)})"
         )
     if len(grads) != len(names):
         raise EngineFailure(
-            f"grad returned {len(grads)} arrays for {len(names)} wrt nodes ({', '.join(names)})"
+            f"{what} returned {len(grads)} arrays for {len(names)} wrt nodes ({', '.join(names)})"
         )
-    return {name: as_array(g, f"grad for {name}") for name, g in zip(names, grads, strict=True)}
+    return {name: as_array(g, f"{what} for {name}") for name, g in zip(names, grads, strict=True)}

@@ -91,10 +91,10 @@ class TensorFlowEngine:
 
     name = "tensorflow"
 
-    def __init__(self) -> None:
+    def __init__(self, persistent: bool = False) -> None:
         self.tf = load_tensorflow()
         # Entered around each op (the driver builds op by op), exited before `grad`.
-        self.tape = self.tf.GradientTape()
+        self.tape = self.tf.GradientTape(persistent=persistent)
 
     def leaf(self, name: str, value: Any) -> Any:
         tensor = self.tf.constant(value)
@@ -124,3 +124,18 @@ class TensorFlowEngine:
             unconnected_gradients=self.tf.UnconnectedGradients.ZERO,
         )
         return [g.numpy() for g in grads]
+
+
+class TensorFlowAdapter(TensorFlowEngine):
+    """``--engine tensorflow``: TensorFlow as the engine under test, say against
+    ``--reference numeric``, or subclassed with one method that records a custom op
+    (``tf.custom_gradient``) on the tape::
+
+        class Engine(TensorFlowAdapter):
+            def softplus(self, x):
+                with self.tape:
+                    return my_softplus(x)
+    """
+
+    def __init__(self) -> None:
+        super().__init__(persistent=True)  # gradcheck asks for the gradients twice

@@ -1,0 +1,215 @@
+"""``--engine torch``: PyTorch's autograd, every op written with PyTorch's own functions.
+
+Install with ``pip install 'gradcheck[torch]'`` (on a CPU-only machine, install
+``torch`` from PyTorch's CPU wheels first; the extra then adds nothing). Inputs become
+tensors of the case's dtype (bfloat16 through float32, as NumPy has no bfloat16 PyTorch
+reads); gradients come from ``torch.autograd.grad`` with the cotangent as
+``grad_outputs``, intermediate nodes included.
+
+Conventions at kinks and ties (SPEC §4 and §6.1), probed on PyTorch 2.13: relu'(0) = 0
+and abs'(0) = 0, as TensorFlow; max/min reductions (``amax``/``amin``) split the gradient
+among ties, as TensorFlow; ``maximum``/``minimum`` split a tie half and half
+(TensorFlow gives it to ``a``); the exponent's gradient of ``pow`` is NaN where the base
+is negative (TensorFlow: 0).
+
+The main use is a custom op: subclass and add one method, e.g. a
+``torch.autograd.Function`` for an op declared in an ``--ops`` file::
+
+    class Engine(TorchEngine):
+        def softplus(self, x):
+            return MySoftplus.apply(x)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+
+def _dims(x: torch.Tensor, axis: Any) -> Any:
+    # A 0-d tensor reduces over "dim 0"; torch reads dim=() as every axis, never as none.
+    if axis is None:
+        return tuple(range(max(x.ndim, 1)))
+    return tuple(axis) if isinstance(axis, list) else axis
+
+
+def _reduce(fn: Any, x: torch.Tensor, axis: Any, keepdims: bool) -> torch.Tensor:
+    if axis == []:  # no axis at all: nothing is reduced
+        return x
+    return fn(x, dim=_dims(x, axis), keepdim=keepdims)
+
+
+def _getitem(x: torch.Tensor, index: tuple) -> torch.Tensor:
+    """``x[index]`` for basic indices; torch refuses negative steps, so those slices are
+    taken forwards and their result axes flipped."""
+    consuming = sum(1 for i in index if i is not None and i is not Ellipsis)
+    axis, out_axis, flips, forward = 0, 0, [], []
+    for item in index:
+        if item is Ellipsis:
+            skipped = x.ndim - consuming
+            axis, out_axis = axis + skipped, out_axis + skipped
+        elif item is None:
+            out_axis += 1
+        elif isinstance(item, slice):
+            if item.step is not None and item.step < 0:
+                picked = range(*item.indices(x.shape[axis]))
+                item = slice(picked[-1], picked[0] + 1, -item.step) if picked else slice(0, 0)
+                flips.append(out_axis)
+            axis, out_axis = axis + 1, out_axis + 1
+        else:
+            axis += 1
+        forward.append(item)
+    out = x[tuple(forward)]
+    return torch.flip(out, flips) if flips else out
+
+
+class TorchEngine:
+    name = "torch"
+    conventions = {"maximum": "split", "minimum": "split", "pow": "nan"}
+
+    def leaf(self, name: str, value: np.ndarray) -> torch.Tensor:
+        return self.constant(value).requires_grad_(True)
+
+    def constant(self, value: np.ndarray) -> torch.Tensor:
+        if value.dtype.name == "bfloat16":
+            return torch.from_numpy(value.astype(np.float32)).to(torch.bfloat16)
+        return torch.from_numpy(np.array(value))
+
+    def value(self, node: torch.Tensor) -> np.ndarray:
+        return _to_numpy(node)
+
+    def grad(
+        self, output: torch.Tensor, wrt: list[torch.Tensor], cotangent: np.ndarray
+    ) -> list[np.ndarray]:
+        grads = torch.autograd.grad(
+            output,
+            wrt,
+            grad_outputs=self.constant(cotangent),
+            retain_graph=True,  # gradcheck asks twice
+            allow_unused=True,
+        )
+        return [
+            np.zeros(t.shape, _to_numpy(t).dtype) if g is None else _to_numpy(g)
+            for g, t in zip(grads, wrt, strict=True)
+        ]
+
+    # -- elementwise -------------------------------------------------------------------
+    def add(self, a, b):
+        return torch.add(a, b)
+
+    def sub(self, a, b):
+        return torch.sub(a, b)
+
+    def mul(self, a, b):
+        return torch.mul(a, b)
+
+    def div(self, a, b):
+        return torch.div(a, b)
+
+    def pow(self, a, b):
+        return torch.pow(a, b)
+
+    def maximum(self, a, b):
+        return torch.maximum(a, b)
+
+    def minimum(self, a, b):
+        return torch.minimum(a, b)
+
+    def neg(self, x):
+        return torch.neg(x)
+
+    def exp(self, x):
+        return torch.exp(x)
+
+    def log(self, x):
+        return torch.log(x)
+
+    def sqrt(self, x):
+        return torch.sqrt(x)
+
+    def abs(self, x):
+        return torch.abs(x)
+
+    def square(self, x):
+        return torch.square(x)
+
+    def sin(self, x):
+        return torch.sin(x)
+
+    def cos(self, x):
+        return torch.cos(x)
+
+    def tanh(self, x):
+        return torch.tanh(x)
+
+    def sigmoid(self, x):
+        return torch.sigmoid(x)
+
+    def relu(self, x):
+        return torch.relu(x)
+
+    # -- linear algebra, reductions, nn --------------------------------------------------
+    def matmul(self, a, b):
+        return torch.matmul(a, b)
+
+    def sum(self, x, axis=None, keepdims=False):
+        return _reduce(torch.sum, x, axis, keepdims)
+
+    def mean(self, x, axis=None, keepdims=False):
+        return _reduce(torch.mean, x, axis, keepdims)
+
+    def max(self, x, axis=None, keepdims=False):
+        return _reduce(torch.amax, x, axis, keepdims)
+
+    def min(self, x, axis=None, keepdims=False):
+        return _reduce(torch.amin, x, axis, keepdims)
+
+    def logsumexp(self, x, axis=None, keepdims=False):
+        return _reduce(torch.logsumexp, x, axis, keepdims)
+
+    def softmax(self, x, axis=-1):
+        return torch.softmax(x, dim=axis)
+
+    def log_softmax(self, x, axis=-1):
+        return torch.log_softmax(x, dim=axis)
+
+    # -- shape ---------------------------------------------------------------------------
+    def reshape(self, x, shape):
+        return torch.reshape(x, shape)
+
+    def transpose(self, x, perm=None):
+        return x.permute(*(reversed(range(x.ndim)) if perm is None else perm))
+
+    def matrix_transpose(self, x):
+        return torch.transpose(x, -1, -2)
+
+    def expand_dims(self, x, axis=0):
+        return torch.unsqueeze(x, axis)
+
+    def squeeze(self, x, axis=None):
+        if axis is None or axis == []:  # TensorFlow: every size-1 axis
+            return torch.squeeze(x)
+        return torch.squeeze(x, dim=_dims(x, axis))
+
+    def broadcast_to(self, x, shape):
+        return torch.broadcast_to(x, shape)
+
+    def concat(self, values, axis=0):
+        return torch.cat(values, dim=axis)
+
+    def stack(self, values, axis=0):
+        return torch.stack(values, dim=axis)
+
+    def getitem(self, x, index):
+        return _getitem(x, index)
+
+
+def _to_numpy(tensor: torch.Tensor) -> np.ndarray:
+    tensor = tensor.detach()
+    if tensor.dtype == torch.bfloat16:
+        import ml_dtypes
+
+        return tensor.float().numpy().astype(ml_dtypes.bfloat16)
+    return tensor.numpy().copy()
