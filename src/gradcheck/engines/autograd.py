@@ -21,7 +21,7 @@ primitive with its ``defvjp`` for an op declared in an ``--ops`` file::
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import autograd
 import autograd.numpy as anp
@@ -36,7 +36,12 @@ def _axis(axis: Any) -> Any:
 
 class AutogradEngine:
     name = "autograd"
-    conventions = {"relu": "half", "maximum": "split", "minimum": "split", "pow": "nan"}
+    conventions: ClassVar[dict[str, str]] = {
+        "relu": "half",
+        "maximum": "split",
+        "minimum": "split",
+        "pow": "nan",
+    }
 
     def vjp(
         self, fn: Callable[..., Any], primals: Sequence[np.ndarray], cotangent: np.ndarray

@@ -23,14 +23,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 import weakref
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402  (after the x64 switch)
-import numpy as np  # noqa: E402
+jax.config.update("jax_enable_x64", True)  # before any array is made
 
 
 def _axis(axis: Any) -> Any:
@@ -54,7 +53,12 @@ def _jitted_vjp(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 class JaxEngine:
     name = "jax"
-    conventions = {"abs": "one", "maximum": "split", "minimum": "split", "pow": "nan"}
+    conventions: ClassVar[dict[str, str]] = {
+        "abs": "one",
+        "maximum": "split",
+        "minimum": "split",
+        "pow": "nan",
+    }
 
     def vjp(
         self, fn: Callable[..., Any], primals: Sequence[np.ndarray], cotangent: np.ndarray

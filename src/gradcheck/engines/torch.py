@@ -22,7 +22,7 @@ The main use is a custom op: subclass and add one method, e.g. a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -67,7 +67,7 @@ def _getitem(x: torch.Tensor, index: tuple) -> torch.Tensor:
 
 class TorchEngine:
     name = "torch"
-    conventions = {"maximum": "split", "minimum": "split", "pow": "nan"}
+    conventions: ClassVar[dict[str, str]] = {"maximum": "split", "minimum": "split", "pow": "nan"}
 
     def leaf(self, name: str, value: np.ndarray) -> torch.Tensor:
         return self.constant(value).requires_grad_(True)
