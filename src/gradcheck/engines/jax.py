@@ -21,8 +21,8 @@ function for an op declared in an ``--ops`` file::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 import weakref
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import jax
