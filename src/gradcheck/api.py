@@ -199,23 +199,26 @@ def check(
     max_elements: int = MAX_ELEMENTS,
     stale_check_limit: int | None = STALE_CHECK_LIMIT,
     cache_dir: str | os.PathLike[str] | None = None,
+    ops: Sequence[str | os.PathLike[str]] = (),
     **case_options: Any,
 ) -> CheckResult:
     """Check `engine`'s gradients of `expr` at `inputs` against TensorFlow.
 
     `case_options` are case-file keys (name, description, wrt, dtype, cotangent,
-    tolerance, seed, expect, tags), validated as a case file's are: an unknown or bad
+    tolerance, seed, expect, tags, reference), validated as a case file's are: an unknown or bad
     one raises `InvalidCaseError`. `name` defaults to "check" (random inputs and
     cotangents are seeded from it unless `seed` is given). `engine` is "builtin", an
     ``--engine`` spec ("path/file.py:Class", "package.module:Class"), an engine class
     or a zero-argument factory: every run of the case gets a fresh engine. Cases with
     more input elements than `stale_check_limit` ask for the gradients once (None: twice
-    always, the stale-gradients check).
+    always, the stale-gradients check). `ops` are ops files to load first (``--ops``).
     """
     from .cases.loader import load_case
     from .cases.model import InvalidCase
+    from .ops.user import load_ops_files
     from .runner import check_case
 
+    load_ops_files(ops)
     file, line = _caller()
     data = {"name": DEFAULT_NAME, **case_options, "expr": expr, "inputs": _input_values(inputs)}
     item = load_case(data, file=file, line=line, max_elements=max_elements)
@@ -239,17 +242,21 @@ def run(
     max_elements: int = MAX_ELEMENTS,
     stale_check_limit: int | None = STALE_CHECK_LIMIT,
     cache_dir: str | os.PathLike[str] | None = None,
+    reference: str = "tensorflow",
+    ops: Sequence[str | os.PathLike[str]] = (),
 ) -> RunReport:
     """`gradcheck run` from Python: every case of the files and folders `paths` names.
 
     The options are the command line's (`keyword` is ``-k``; a `stale_check_limit` of
-    None is ``--stale-check-limit 0``). Invalid cases are
+    None is ``--stale-check-limit 0``; `reference` is ``--reference``, `ops` ``--ops``). Invalid cases are
     reported in the result (exit code 2), not raised; a path that does not exist or a
     bad engine raises a `GradcheckError`.
     """
     from .cases import load_paths
+    from .ops.user import load_ops_files
     from .runner import run as run_cases
 
+    load_ops_files(ops)
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     items = load_paths(
@@ -262,6 +269,7 @@ def run(
         diagnose=diagnose,
         stale_check_limit=stale_check_limit,
         cache_dir=cache_dir,
+        reference=reference,
     )
     return RunReport(run_cases(items, factory, options))
 

@@ -11,6 +11,8 @@ or, in the ini file (``[tool.pytest.ini_options]`` in pyproject.toml)::
     gradcheck_paths = ["cases"]                     # `pytest` alone now runs them too
     gradcheck_engine = "mypkg.autodiff:Engine"      # default: builtin
     gradcheck_cache_dir = ".gradcheck_cache"        # TensorFlow's references; default: none
+    gradcheck_ops = ["my_ops.py"]                   # user-defined ops (--gradcheck-ops)
+    gradcheck_reference = "numeric"                 # tensorflow (default), numeric or both
 
 Which YAML files are case files (``*.yaml``/``*.yml``, hidden files left out):
 
@@ -95,6 +97,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "default: 1,000,000).",
     )
     group.addoption(
+        "--gradcheck-ops",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="a Python file declaring user-defined ops (as gradcheck run --ops); repeatable.",
+    )
+    group.addoption(
+        "--gradcheck-reference",
+        choices=("tensorflow", "numeric", "both"),
+        default=None,
+        help="what gradients are checked against (as gradcheck run --reference; default: "
+        "the gradcheck_reference ini option, else tensorflow).",
+    )
+    group.addoption(
         "--gradcheck-cache-dir",
         metavar="DIR",
         default=None,
@@ -113,6 +129,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type="string",
         default=DEFAULT_ENGINE,
         help="engine the gradcheck plugin checks (--gradcheck-engine overrides it).",
+    )
+    parser.addini(
+        "gradcheck_ops",
+        type="paths",
+        default=[],
+        help="Python files declaring user-defined ops, loaded before case files are read.",
+    )
+    parser.addini(
+        "gradcheck_reference",
+        type="string",
+        default="tensorflow",
+        help="tensorflow, numeric or both (--gradcheck-reference overrides it).",
     )
     parser.addini(
         "gradcheck_cache_dir",
@@ -134,6 +162,7 @@ class _State:
     strict: bool
     stale_check_limit: int | None  # None: every case
     cache_dir: Path | None
+    reference: str = "tensorflow"
     _engine: Any = field(default=None, repr=False)  # the factory, or the UsageError
 
     def covers(self, path: Path) -> bool:
@@ -162,7 +191,9 @@ class _State:
         """Made once per session: one reference cache, so one warning at most."""
         from .runner import RunOptions
 
-        options = RunOptions(strict=self.strict, stale_check_limit=self.stale_check_limit)
+        options = RunOptions(
+            strict=self.strict, stale_check_limit=self.stale_check_limit, reference=self.reference
+        )
         if self.cache_dir is None:
             return options
         from .cache import ReferenceCache
@@ -201,13 +232,29 @@ def pytest_configure(config: pytest.Config) -> None:
         cache_dir = config.rootpath / ini_cache
     else:
         cache_dir = None
+    ops_files = [*config.getini("gradcheck_ops")]
+    ops_files += [invocation_dir / f for f in config.getoption("gradcheck_ops")]
+    if roots and ops_files:
+        _load_ops(ops_files)
     config.stash[_STATE] = _State(
         roots=roots,
         engine_spec=cli_engine or config.getini("gradcheck_engine") or DEFAULT_ENGINE,
         strict=config.getoption("gradcheck_strict"),
         stale_check_limit=STALE_CHECK_LIMIT if limit is None else limit or None,
         cache_dir=cache_dir,
+        reference=config.getoption("gradcheck_reference") or config.getini("gradcheck_reference"),
     )
+
+
+def _load_ops(paths: list[Path]) -> None:
+    from .errors import GradcheckError
+    from .ops.user import load_ops_files
+
+    try:
+        load_ops_files(paths)
+    except GradcheckError as e:
+        message = str(e).replace("--ops", "--gradcheck-ops", 1)
+        raise pytest.UsageError(f"gradcheck: {message}") from None
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

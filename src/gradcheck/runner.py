@@ -25,7 +25,13 @@ from .engines.driver import (
     traceback_tail,
 )
 from .engines.numeric import LABEL as NUMERIC_LABEL
-from .engines.numeric import disagreements, judged_part, numeric_reference, tolerance
+from .engines.numeric import (
+    disagreements,
+    judged_part,
+    nothing_judged,
+    numeric_reference,
+    tolerance,
+)
 from .engines.protocol import EngineFactory
 from .engines.tensorflow import (
     TensorFlowEngine,
@@ -194,6 +200,8 @@ def _check(
         not result.forward.passed or any(not i.comparison.passed for i in result.inputs) or stale
     )
     result.status = "failed" if failed or expect_problems or reference.doubts else "passed"
+    if result.status == "passed" and nothing_judged(reference):
+        result.status = "skipped"  # the reference could judge no gradient element at all
     if failed:
         evidence = Evidence(case, reference, got, result, engine_factory, stale)
         notes += diagnose(evidence) if options.diagnose else []

@@ -29,6 +29,7 @@ SECTIONS = {
     "nn": "neural-network ops",
     "reductions": "reductions: axis is None (every axis), an int or a list of ints",
     "shape": "shape ops",
+    "user": "user-defined ops (--ops)",
 }
 PARAM_NOTES = {
     "getitem": "`index` is a tuple of ints, slices, None and Ellipsis (x[0, :, None]).",
@@ -74,7 +75,7 @@ def engine_template(
     name = engine_file.stem
     methods, section = [], None
     for op in all_ops():
-        group = op.tf.__module__.rsplit(".", 1)[-1]
+        group = "user" if op.origin else op.tf.__module__.rsplit(".", 1)[-1]
         if group != section:
             section = group
             methods.append(_section(SECTIONS.get(group, f"{group} ops")))
@@ -105,10 +106,11 @@ def _section(title: str) -> str:
 
 def _op_method(op: Op) -> str:
     params = ["self", *op.params, *(f"{k}={v!r}" for k, v in op.attrs.items())]
-    summary = f"{op.signature} -> {op.tf_name}"
+    summary = f"{op.signature} -> {op.tf_name or 'no TensorFlow builder'}"
     if op.operator:
         summary += f", also the operator {'-x' if op.operator == 'u-' else op.operator}"
-    details = [op.doc if op.doc.endswith(".") else f"{op.doc}."]
+    meaning = op.doc or f"user-defined op, declared at {op.origin}"
+    details = [meaning if meaning.endswith(".") else f"{meaning}."]
     if op.variadic:
         details.append(f"`{op.params[0]}` is a list of your nodes.")
     if op.name in PARAM_NOTES:
@@ -189,7 +191,10 @@ class Engine:
         depend on gets zeros. `wrt` may hold intermediate nodes, not only leaves: raise
         if your engine cannot do that, and the inputs are still compared. gradcheck
         asks twice and expects the same answer. An engine that only differentiates
-        scalars can differentiate sum(mul(output, constant(cotangent))) instead.
+        scalars sets `scalar_only = True` on the class: gradcheck then builds
+        sum(mul(output, constant(cotangent))) with your mul and sum and asks for its
+        gradient (cotangent 1). A functional engine (JAX-style) implements
+        vjp(self, fn, primals, cotangent) instead of leaf, constant and grad.
         """
         raise NotImplementedError
 

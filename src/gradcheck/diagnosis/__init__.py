@@ -17,7 +17,7 @@ import numpy as np
 from ..cases.model import Case
 from ..comparison.compare import compare
 from ..engines.builtin import BuiltinEngine
-from ..engines.driver import EngineFailure, EngineRun, run_engine
+from ..engines.driver import EngineFailure, EngineRun, Unsupported, run_engine
 from ..engines.protocol import EngineFactory
 from ..ops.reductions import reduced_size
 from ..results import CONFIDENCE_RANK, CaseResult, Hint
@@ -244,8 +244,8 @@ def _grads(engine: BuiltinEngine, evidence: Evidence) -> dict[str, np.ndarray] |
         run = run_engine(
             engine, case.expression, case.inputs, list(evidence.engine.grads), case.cotangent
         )
-    except EngineFailure:
-        return None  # the fault does not even apply to these shapes
+    except (EngineFailure, Unsupported):
+        return None  # the fault does not apply to these shapes, or to a user op without VJPs
     return run.grads
 
 

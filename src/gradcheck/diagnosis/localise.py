@@ -3,7 +3,8 @@
 Each node becomes a one-op expression whose inputs are the values its arguments take
 in the case (the builtin engine's forward, the twin of TensorFlow's) and whose
 cotangent is random. The engine's VJPs are compared with the builtin engine's, which
-the test suite holds to TensorFlow and to finite differences op by op.
+the test suite holds to TensorFlow and to finite differences op by op (with finite
+differences themselves for a user-defined op declared without NumPy VJPs).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ..cases.model import Case
 from ..comparison.compare import close_mask, compare
 from ..engines.builtin import BuiltinEngine
 from ..engines.driver import EngineFailure, Unsupported, build_expression, run_engine
+from ..engines.numeric import judged_part, numeric_run
 from ..engines.protocol import EngineFactory
 from ..expression import Expression, Node
 from ..results import NodeResult
@@ -85,7 +87,11 @@ def _check_node(
     except EngineFailure:
         check.result.status = "error"
         return check
-    want = run_engine(BuiltinEngine(), expression, inputs, names, cotangent)
+    if node.op.vjps:
+        want = run_engine(BuiltinEngine(), expression, inputs, names, cotangent)
+    else:  # a user op without NumPy VJPs: finite differences judge it
+        numeric = numeric_run(expression, inputs, names, cotangent, case.tolerance, case.seed)
+        want = judged_part(numeric, got)
     check.forward_failed = not compare(want.forward, got.forward, case.tolerance).passed
     for name in names:
         if name not in got.grads:

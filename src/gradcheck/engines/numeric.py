@@ -116,6 +116,13 @@ def judged_part(reference: EngineRun, got: EngineRun) -> EngineRun:
     return replace(reference, grads=grads)
 
 
+def nothing_judged(reference: EngineRun) -> bool:
+    """True when the reference can judge no element of any gradient (say, the forward
+    value is not finite): a case checked against it checked nothing."""
+    masks = reference.untrusted.values()
+    return bool(masks) and all(mask.all() for mask in masks)
+
+
 def tolerance(case: Case, reference: EngineRun, name: str) -> Tolerance:
     """The case's tolerance for `name`, widened by the reference's own error bound."""
     slack = reference.slack.get(name, 0.0)
