@@ -248,9 +248,9 @@ def run(
     """`gradcheck run` from Python: every case of the files and folders `paths` names.
 
     The options are the command line's (`keyword` is ``-k``; a `stale_check_limit` of
-    None is ``--stale-check-limit 0``; `reference` is ``--reference``, `ops` ``--ops``). Invalid cases are
-    reported in the result (exit code 2), not raised; a path that does not exist or a
-    bad engine raises a `GradcheckError`.
+    None is ``--stale-check-limit 0``; `reference` is ``--reference``, `ops` ``--ops``).
+    Invalid cases are reported in the result (exit code 2), not raised; a path that does
+    not exist or a bad engine raises a `GradcheckError`.
     """
     from .cases import load_paths
     from .ops.user import load_ops_files
