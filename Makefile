@@ -16,6 +16,9 @@ CHROMIUM_FLAGS = --headless --no-sandbox --disable-gpu --disable-quic --no-first
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	# PyTorch's CPU build first, pinned: the `torch` extra's range then installs nothing
+	# more (unpinned, pip would fetch a CUDA build of several GB).
+	$(BIN)/python -m pip install --quiet torch==2.13.0
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 

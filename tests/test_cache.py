@@ -28,6 +28,7 @@ from gradcheck.engines.builtin import BuiltinEngine
 from gradcheck.engines.driver import EngineRun
 from gradcheck.engines.tensorflow import installed_version
 from gradcheck.runner import RunOptions, reference_run, run
+from without_tensorflow import NO_TENSORFLOW, WRAPPER
 
 CASES = """
     defaults:
@@ -54,18 +55,6 @@ CASES = """
 ENTRY = re.compile(r"[0-9a-f]{64}\.ref")
 
 # Runs the CLI in this fresh interpreter, then says whether TensorFlow got imported.
-WRAPPER = """
-import sys
-from gradcheck.cli import main
-sys.argv = ["gradcheck", *sys.argv[1:]]
-try:
-    main()
-    code = 0
-except SystemExit as e:
-    code = e.code
-sys.stderr.write(f"\\ntensorflow imported: {'tensorflow' in sys.modules}\\n")
-sys.exit(code)
-"""
 
 
 @pytest.fixture
@@ -411,19 +400,6 @@ def test_without_tensorflow_the_newest_cached_version_is_read(
     result = run(cases[:1], BuiltinEngine, RunOptions(cache=empty, require_cache=True))
     assert result.cases[0].status == "error"
     assert "no tensorflow-* folder" in result.cases[0].message
-
-
-# Hides TensorFlow from this interpreter: neither importable nor in the package metadata.
-NO_TENSORFLOW = """
-import importlib.abc, sys
-class Hide(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name == "tensorflow" or name.startswith("tensorflow."):
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-sys.meta_path.insert(0, Hide())
-import gradcheck.cache
-gradcheck.cache.installed_version = lambda: None
-"""
 
 
 def test_a_machine_without_tensorflow(tmp_path: Path, case_file: Path, cases) -> None:

@@ -133,9 +133,13 @@ class TensorFlowAdapter(TensorFlowEngine):
 
         class Engine(TensorFlowAdapter):
             def softplus(self, x):
-                with self.tape:
-                    return my_softplus(x)
+                return self.record(my_softplus, x)
     """
 
     def __init__(self) -> None:
         super().__init__(persistent=True)  # gradcheck asks for the gradients twice
+
+    def record(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """`fn(*args, **kwargs)`, computed on the gradient tape."""
+        with self.tape:
+            return fn(*args, **kwargs)

@@ -1,0 +1,36 @@
+"""softplus as a jax.custom_vjp function, checked through the stock JAX adapter.
+
+    gradcheck run examples/custom_op/cases.yaml --ops examples/custom_op/softplus_ops.py \
+        --engine examples/custom_op/jax_engine.py
+
+Every builtin op comes from `JaxEngine` (``--engine jax``, a functional engine); the
+custom op is one method more, named as the op is declared in softplus_ops.py.
+"""
+
+import jax
+import jax.numpy as jnp
+
+from gradcheck.engines.jax import JaxEngine
+
+
+@jax.custom_vjp
+def softplus(x):
+    return jnp.logaddexp(0.0, x)
+
+
+def _forward(x):
+    return softplus(x), x
+
+
+def _backward(x, upstream):
+    return (upstream * jax.nn.sigmoid(x),)
+
+
+softplus.defvjp(_forward, _backward)
+
+
+class Engine(JaxEngine):
+    name = "jax+softplus"
+
+    def softplus(self, x):
+        return softplus(x)

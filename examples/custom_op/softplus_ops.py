@@ -1,0 +1,25 @@
+"""A user-defined op: softplus, declared once for every part of gradcheck (SPEC §9).
+
+    gradcheck run examples/custom_op/cases.yaml --ops examples/custom_op/softplus_ops.py \
+        --engine examples/custom_op/torch_engine.py
+
+The NumPy forward and VJP serve the builtin engine and the numeric reference. The
+TensorFlow builder is the plain formula, log(1 + e ** x), with no gradient of its own:
+the TensorFlow reference differentiates it with TensorFlow's autodiff, so the oracle owes
+nothing to the hand-written gradients it checks (tf_engine.py, torch_engine.py,
+jax_engine.py). log(1 + e ** x) overflows for x > 709 (float64); the cases stay far below.
+"""
+
+import numpy as np
+
+import gradcheck
+
+
+@gradcheck.op(
+    shape=gradcheck.same_shape,
+    vjps=[lambda g, ans, x: g * -np.expm1(-ans)],  # softplus' = sigmoid = 1 - e ** -softplus
+    tf=lambda tf, x: tf.math.log(1.0 + tf.exp(x)),
+)
+def softplus(x):
+    """log(1 + e ** x), computed stably"""
+    return np.logaddexp(0.0, x)
