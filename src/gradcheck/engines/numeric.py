@@ -16,12 +16,13 @@ the whole gradient is computed element by element up to `MAX_EVALUATIONS`.
 unit scale: the step that balances truncation against rounding for central differences),
 along a direction by ``h = EPS ** (1/3) * max(rms(x), 1)``. With ``D(h) = (F(x+h) -
 F(x-h)) / 2h`` the reference is the Richardson extrapolation ``R = (4 D(h) - D(2h)) / 3``
-(error O(h^4)), four evaluations per element, each recomputing only the nodes downstream
-of what moved. Its error bound is
+(error O(h^4)), four evaluations per element (and a fifth with NaN in its place, which
+shows the terms the element reaches), each recomputing only the nodes downstream of what
+moved. Its error bound is
 
     E = |D(h) - D(2h)| / 3  +  2 * noise / h,    noise = 2 * (n + 1) * EPS * S,
 
-where ``S = sum(|output * cotangent|)`` over the output elements the step changes is the
+where ``S = sum(|output * cotangent|)`` over the output elements the step reaches is the
 function's scale there, and ``n`` the number of op nodes the step passes through: the
 first term bounds the truncation error of D(h) (R's is smaller), the second the rounding
 of F's terms (half an ulp per op, twice over). An
@@ -214,14 +215,13 @@ class _Program:
                 order.append(node)
         return order
 
-    def delta(self, moved: Node, value: np.ndarray, order: Sequence[Node]) -> tuple[float, float]:
-        """``F(moved = value) - F(base)``, computed term by term (F itself never cancels), and
-        the scale ``sum(|output * cotangent|)`` of the terms that changed."""
+    def change(self, moved: Node, value: np.ndarray, order: Sequence[Node]) -> np.ndarray:
+        """``output(moved = value) - output(base)``: F's terms change by this times the
+        cotangent (summing the changes, not differencing F, keeps F's own size out)."""
         values = {**self.base, moved: value}
         for node in order:
             values[node] = self._apply(node, values)
-        change = values[self.expression.output] - self.base[self.expression.output]
-        return float(np.vdot(change, self.cotangent)), float(self.terms[change != 0].sum())
+        return values[self.expression.output] - self.base[self.expression.output]
 
 
 class Estimate(NamedTuple):
@@ -304,24 +304,36 @@ class _Gradient:
         )
 
     def _element(self, i: int, h: float) -> Estimate:
-        def moved(step: float) -> np.ndarray:
-            x = self.x.copy()
-            x.flat[i] += step
-            return x
+        moved = self.x.copy()  # one buffer: each change is computed before the next step
 
-        return self._stencil(moved, h)
+        def step(by: float) -> np.ndarray:
+            moved.flat[i] = self.x.flat[i] + by
+            return moved
+
+        return self._stencil(step, h)
 
     def _stencil(self, moved: Callable[[float], np.ndarray], h: float) -> Estimate:
         """The derivative along what `moved(step)` moves, from steps of ±h and ±2h."""
-        plus, minus, plus2, minus2 = (
-            self.program.delta(self.node, moved(step), self.order)
-            for step in (h, -h, 2 * h, -2 * h)
+        changes = np.stack(
+            [
+                self.program.change(self.node, moved(step), self.order).reshape(-1)
+                for step in (h, -h, 2 * h, -2 * h, np.nan)
+            ]
         )
-        noise = self.rounding * max(plus[1], minus[1], plus2[1], minus2[1])
-        d1 = (plus[0] - minus[0]) / (2 * h)
-        d2 = (plus2[0] - minus2[0]) / (4 * h)
-        jump = 2 * (plus[0] + minus[0]) / h - (plus2[0] + minus2[0]) / (2 * h)
-        return Estimate((4 * d1 - d2) / 3, abs(d1 - d2) / 3 + 2 * noise / h, jump, 10 * noise / h)
+        plus, minus, plus2, minus2, _ = changes @ self.program.cotangent.reshape(-1)
+        # The terms this step reaches: those a NaN in its place turns NaN, and any it
+        # changed; a term whose change rounding swallowed still counts.
+        reached = np.isnan(changes[4]) | (changes[:4] != 0).any(axis=0)
+        noise = self.rounding * float(self.program.terms.reshape(-1)[reached].sum())
+        d1 = (plus - minus) / (2 * h)
+        d2 = (plus2 - minus2) / (4 * h)
+        jump = 2 * (plus + minus) / h - (plus2 + minus2) / (2 * h)
+        return Estimate(
+            float(4 * d1 - d2) / 3,
+            float(abs(d1 - d2)) / 3 + 2 * noise / h,
+            float(jump),
+            10 * noise / h,
+        )
 
     # -- along random directions -------------------------------------------------------
     def _directional(self, rng: np.random.Generator) -> None:
