@@ -2,7 +2,8 @@
 op written with ``autograd.numpy`` and ``autograd.scipy``.
 
 Install with ``pip install 'gradcheck[autograd]'``. autograd computes in the dtype of the
-NumPy arrays it is given, so every case dtype works as it is.
+NumPy arrays it is given, so every case dtype works as it is, except that NumPy has no
+bfloat16 matmul: ml_dtypes computes it in float32, and the results say so.
 
 Conventions at kinks and ties (SPEC §4 and §6.1), probed on autograd 1.9: relu is
 ``np.maximum(x, 0.0)``, as autograd code writes it, so relu'(0) = 1/2 (TensorFlow: 0);
