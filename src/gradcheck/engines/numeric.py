@@ -16,16 +16,17 @@ the whole gradient is computed element by element up to `MAX_EVALUATIONS`.
 unit scale: the step that balances truncation against rounding for central differences),
 along a direction by ``h = EPS ** (1/3) * max(rms(x), 1)``. With ``D(h) = (F(x+h) -
 F(x-h)) / 2h`` the reference is the Richardson extrapolation ``R = (4 D(h) - D(2h)) / 3``
-(error O(h^4)), four evaluations per element (and a fifth with NaN in its place, which
-shows the terms the element reaches), each recomputing only the nodes downstream of what
-moved. Its error bound is
+(error O(h^4)), four evaluations per element (and one with NaN in its place, which shows
+the terms it reaches), each recomputing only the nodes downstream of what moved. Its
+error bound is
 
     E = |D(h) - D(2h)| / 3  +  2 * noise / h,    noise = 2 * (n + 1) * EPS * S,
 
-where ``S = sum(|output * cotangent|)`` over the output elements the step reaches is the
-function's scale there, and ``n`` the number of op nodes the step passes through: the
-first term bounds the truncation error of D(h) (R's is smaller), the second the rounding
-of F's terms (half an ulp per op, twice over). An
+where ``S = sum(|output * cotangent|)`` over the output elements the element reaches (those
+that turn NaN when it is NaN) is the function's scale there, and ``n`` the number of op
+nodes downstream of the input: the first term bounds the truncation error of D(h) (R's is
+smaller), the second the rounding of F's terms (half an ulp per op, twice over), counted
+even where it swallows a step whole. An
 element is judged with its input's tolerance widened by the largest E of the input (never
 more than the case's own tolerance: see below), so a finite-difference error cannot fail
 a correct engine.
@@ -75,7 +76,10 @@ def numeric_run(
 ) -> EngineRun:
     """The forward value and, for each name in `wrt`, the finite-difference gradient."""
     program = _Program(expression, inputs, cotangent)
-    forward = _case_dtype_forward(expression, inputs, cotangent.dtype)
+    if cotangent.dtype == np.float64:  # the float64 forward is the case's own
+        forward = program.base[expression.output].copy()
+    else:
+        forward = _case_dtype_forward(expression, inputs, cotangent.dtype)
     run = EngineRun(forward, {})
     if not program.finite:
         for name in wrt:
@@ -314,26 +318,19 @@ class _Gradient:
 
     def _stencil(self, moved: Callable[[float], np.ndarray], h: float) -> Estimate:
         """The derivative along what `moved(step)` moves, from steps of ±h and ±2h."""
-        changes = np.stack(
-            [
-                self.program.change(self.node, moved(step), self.order).reshape(-1)
-                for step in (h, -h, 2 * h, -2 * h, np.nan)
-            ]
+        program, cotangent = self.program, self.program.cotangent
+        # The terms the step reaches are those NaN in its place turns NaN: rounding's share of
+        # each counts, even where it swallows a step's change whole.
+        reached = np.isnan(program.change(self.node, moved(np.nan), self.order))
+        noise = self.rounding * float(program.terms[reached].sum())
+        plus, minus, plus2, minus2 = (
+            float(np.vdot(program.change(self.node, moved(step), self.order), cotangent))
+            for step in (h, -h, 2 * h, -2 * h)
         )
-        plus, minus, plus2, minus2, _ = changes @ self.program.cotangent.reshape(-1)
-        # The terms this step reaches: those a NaN in its place turns NaN, and any it
-        # changed; a term whose change rounding swallowed still counts.
-        reached = np.isnan(changes[4]) | (changes[:4] != 0).any(axis=0)
-        noise = self.rounding * float(self.program.terms.reshape(-1)[reached].sum())
         d1 = (plus - minus) / (2 * h)
         d2 = (plus2 - minus2) / (4 * h)
         jump = 2 * (plus + minus) / h - (plus2 + minus2) / (2 * h)
-        return Estimate(
-            float(4 * d1 - d2) / 3,
-            float(abs(d1 - d2)) / 3 + 2 * noise / h,
-            float(jump),
-            10 * noise / h,
-        )
+        return Estimate((4 * d1 - d2) / 3, abs(d1 - d2) / 3 + 2 * noise / h, jump, 10 * noise / h)
 
     # -- along random directions -------------------------------------------------------
     def _directional(self, rng: np.random.Generator) -> None:
