@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from .cache import ReferenceCache, ReferenceNotCached
 from .cases.model import Case, InvalidCase
 from .comparison.compare import compare
+from .comparison.trust import disagreements, judged_part, nothing_judged, tolerance
 from .defaults import STALE_CHECK_LIMIT
 from .diagnosis import Evidence, diagnose
 from .engines.adapters import engine_name
@@ -25,13 +26,7 @@ from .engines.driver import (
     traceback_tail,
 )
 from .engines.numeric import LABEL as NUMERIC_LABEL
-from .engines.numeric import (
-    disagreements,
-    judged_part,
-    nothing_judged,
-    numeric_reference,
-    tolerance,
-)
+from .engines.numeric import numeric_reference
 from .engines.protocol import EngineFactory
 from .engines.tensorflow import (
     TensorFlowEngine,

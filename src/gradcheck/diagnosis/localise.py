@@ -15,9 +15,10 @@ import numpy as np
 
 from ..cases.model import Case
 from ..comparison.compare import close_mask, compare
+from ..comparison.trust import judged_part
 from ..engines.builtin import BuiltinEngine
 from ..engines.driver import EngineFailure, Unsupported, build_expression, run_engine
-from ..engines.numeric import judged_part, numeric_run
+from ..engines.numeric import numeric_run
 from ..engines.protocol import EngineFactory
 from ..expression import Expression, Node
 from ..results import NodeResult
