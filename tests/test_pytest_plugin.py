@@ -270,3 +270,28 @@ def test_xdist(project: pytest.Pytester) -> None:
     result = project.runpytest_subprocess("--gradcheck", "cases", *ENGINE, "-n", "2")
     result.assert_outcomes(passed=1, failed=1, skipped=1)
     result.stdout.fnmatch_lines(["*fault:matmul.full-transpose*"])
+
+
+# --- user-defined ops and the numeric reference -------------------------------------------
+
+
+def test_user_ops_and_the_numeric_reference(project: pytest.Pytester) -> None:
+    shutil.copy(ROOT / "examples" / "custom_op" / "softplus_ops.py", project.path / "my_ops.py")
+    (project.path / "cases" / "soft.yaml").write_text(
+        "cases:\n  - name: soft\n    expr: softplus(x) * x\n    inputs: {x: [0.5, -1.0]}\n"
+    )
+    args = ("--gradcheck", "cases/soft.yaml", "-p", "no:cacheprovider")
+    missing = project.runpytest_inprocess(*args, "--collect-only", "-q")
+    assert missing.ret == pytest.ExitCode.INTERRUPTED  # unknown op: a collection error
+    result = project.runpytest_subprocess(
+        *args, "--gradcheck-ops", "my_ops.py", "--gradcheck-reference", "numeric", "-v"
+    )
+    result.assert_outcomes(passed=1)
+    broken = project.path / "broken_ops.py"
+    broken.write_text(
+        "import gradcheck\n\n@gradcheck.op(shape=gradcheck.same_shape)\n"
+        "def relu(x):\n    return x\n"
+    )
+    refused = project.runpytest_inprocess(*args, "--gradcheck-ops", "broken_ops.py")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(["*gradcheck: broken_ops.py:3: op 'relu': shadows the builtin*"])
