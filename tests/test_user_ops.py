@@ -22,7 +22,7 @@ from gradcheck.engines.builtin import BuiltinEngine
 from gradcheck.errors import UsageError
 from gradcheck.expression import ExpressionError, parse
 from gradcheck.ops import get_op, has_op
-from gradcheck.ops.user import OpDeclarationError, load_ops_files
+from gradcheck.ops.user import RESERVED, OpDeclarationError, load_ops_files
 from gradcheck.runner import RunOptions, check_case
 from gradcheck.scaffold import engine_template
 
@@ -173,6 +173,18 @@ def test_a_bad_declaration_names_the_op_and_its_line(
         load_ops_files([path])
     assert str(error.value).startswith(f"{path}:3: ")
     assert message in str(error.value)
+
+
+def test_reserved_names_cover_what_the_engines_use() -> None:
+    from gradcheck.engines.tensorflow import TensorFlowAdapter
+
+    used = {
+        name
+        for cls in (BuiltinEngine, TensorFlowAdapter)
+        for name in dir(cls)
+        if not name.startswith("_") and not has_op(name)
+    }
+    assert used | {"tf", "tape"} <= RESERVED  # the last two are set in __init__
 
 
 def test_a_second_declaration_elsewhere_is_refused(tmp_path: Path, ops_file: Path) -> None:

@@ -102,7 +102,12 @@ def run(
     ops_files: OpsFiles = None,
     engine: Annotated[
         str,
-        typer.Option("--engine", "-e", help="builtin, path/file.py[:Class] or pkg.module[:Class]."),
+        typer.Option(
+            "--engine",
+            "-e",
+            help="builtin; torch, jax, autograd or tensorflow (the ready adapters); "
+            "path/file.py[:Class] or pkg.module[:Class].",
+        ),
     ] = "builtin",
     keyword: Annotated[
         str | None,

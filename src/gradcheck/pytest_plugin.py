@@ -78,7 +78,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--gradcheck-engine",
         metavar="SPEC",
         default=None,
-        help="engine to check: builtin, path/file.py[:Class] or pkg.module[:Class] "
+        help="engine to check: builtin, torch, jax, autograd, tensorflow, "
+        "path/file.py[:Class] or pkg.module[:Class] "
         "(default: the gradcheck_engine ini option, else builtin).",
     )
     group.addoption(

@@ -43,9 +43,12 @@ from ..errors import UsageError
 from . import registry
 from .registry import VJP, Op, Shape
 
-# Names an engine adapter already uses for something else than an op.
+# Names the engine protocol, the builtin engine or the TensorFlow engine use for something
+# else than an op: an op method of that name would be shadowed by them, or shadow them.
 RESERVED = frozenset(
-    {"leaf", "constant", "value", "grad", "vjp", "apply", "name", "conventions", "scalar_only"}
+    {"leaf", "constant", "value", "grad", "vjp", "name", "conventions", "scalar_only"}
+    | {"apply", "backward", "vjp_rule", "reduce_to_shape", "accumulate", "topological_order"}
+    | {"tf", "tape", "record"}
 )
 
 _LOADED: dict[Path, list[Op]] = {}  # resolved path -> the ops it declared
@@ -131,10 +134,6 @@ def load_ops_files(paths: Iterable[str | os.PathLike[str]]) -> list[Op]:
             _LOADED[key] = [op for op in registry.all_ops() if op.name not in before]
         declared += _LOADED[key]
     return declared
-
-
-def is_user_op(declared: Op) -> bool:
-    return declared.origin is not None
 
 
 # -- checks ----------------------------------------------------------------------------
