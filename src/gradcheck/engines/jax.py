@@ -1,5 +1,5 @@
 """``--engine jax``: JAX, a functional engine (``jax.vjp``), every op written with
-``jax.numpy`` and ``jax.nn``.
+``jax.numpy`` (`NumpyApiOps`) and ``jax.nn``.
 
 Install with ``pip install 'gradcheck[jax]'``. Importing this module switches on JAX's
 64-bit mode (``jax.config.update("jax_enable_x64", True)``): without it JAX quietly
@@ -29,11 +29,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .numpy_api import NumpyApiOps, np_axis
+
 jax.config.update("jax_enable_x64", True)  # before any array is made
-
-
-def _axis(axis: Any) -> Any:
-    return tuple(axis) if isinstance(axis, list) else axis
 
 
 _COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -51,8 +49,9 @@ def _jitted_vjp(fn: Callable[..., Any]) -> Callable[..., Any]:
     return _COMPILED[fn]
 
 
-class JaxEngine:
+class JaxEngine(NumpyApiOps):
     name = "jax"
+    xp = jnp
     conventions: ClassVar[dict[str, str]] = {
         "abs": "one",
         "maximum": "split",
@@ -70,112 +69,18 @@ class JaxEngine:
     def value(self, node: Any) -> np.ndarray:
         return np.asarray(node)
 
-    # -- elementwise -------------------------------------------------------------------
-    def add(self, a, b):
-        return jnp.add(a, b)
-
-    def sub(self, a, b):
-        return jnp.subtract(a, b)
-
-    def mul(self, a, b):
-        return jnp.multiply(a, b)
-
-    def div(self, a, b):
-        return jnp.divide(a, b)
-
-    def pow(self, a, b):
-        return jnp.power(a, b)
-
-    def maximum(self, a, b):
-        return jnp.maximum(a, b)
-
-    def minimum(self, a, b):
-        return jnp.minimum(a, b)
-
-    def neg(self, x):
-        return jnp.negative(x)
-
-    def exp(self, x):
-        return jnp.exp(x)
-
-    def log(self, x):
-        return jnp.log(x)
-
-    def sqrt(self, x):
-        return jnp.sqrt(x)
-
-    def abs(self, x):
-        return jnp.abs(x)
-
-    def square(self, x):
-        return jnp.square(x)
-
-    def sin(self, x):
-        return jnp.sin(x)
-
-    def cos(self, x):
-        return jnp.cos(x)
-
-    def tanh(self, x):
-        return jnp.tanh(x)
-
+    # -- what NumPy has no function for ------------------------------------------------
     def sigmoid(self, x):
         return jax.nn.sigmoid(x)
 
     def relu(self, x):
         return jax.nn.relu(x)
 
-    # -- linear algebra, reductions, nn --------------------------------------------------
-    def matmul(self, a, b):
-        return jnp.matmul(a, b)
-
-    def sum(self, x, axis=None, keepdims=False):
-        return jnp.sum(x, axis=_axis(axis), keepdims=keepdims)
-
-    def mean(self, x, axis=None, keepdims=False):
-        return jnp.mean(x, axis=_axis(axis), keepdims=keepdims)
-
-    def max(self, x, axis=None, keepdims=False):
-        return jnp.max(x, axis=_axis(axis), keepdims=keepdims)
-
-    def min(self, x, axis=None, keepdims=False):
-        return jnp.min(x, axis=_axis(axis), keepdims=keepdims)
-
     def logsumexp(self, x, axis=None, keepdims=False):
-        return jax.nn.logsumexp(x, axis=_axis(axis), keepdims=keepdims)
+        return jax.nn.logsumexp(x, axis=np_axis(axis), keepdims=keepdims)
 
     def softmax(self, x, axis=-1):
         return jax.nn.softmax(x, axis=axis)
 
     def log_softmax(self, x, axis=-1):
         return jax.nn.log_softmax(x, axis=axis)
-
-    # -- shape ---------------------------------------------------------------------------
-    def reshape(self, x, shape):
-        return jnp.reshape(x, shape)
-
-    def transpose(self, x, perm=None):
-        return jnp.transpose(x, perm)
-
-    def matrix_transpose(self, x):
-        return jnp.swapaxes(x, -1, -2)
-
-    def expand_dims(self, x, axis=0):
-        return jnp.expand_dims(x, axis)
-
-    def squeeze(self, x, axis=None):
-        if axis == []:  # TensorFlow: every size-1 axis
-            axis = None
-        return jnp.squeeze(x, axis=_axis(axis))
-
-    def broadcast_to(self, x, shape):
-        return jnp.broadcast_to(x, shape)
-
-    def concat(self, values, axis=0):
-        return jnp.concatenate(values, axis=axis)
-
-    def stack(self, values, axis=0):
-        return jnp.stack(values, axis=axis)
-
-    def getitem(self, x, index):
-        return x[index]

@@ -1,0 +1,115 @@
+"""The ops an engine with a NumPy-compatible module computes the NumPy way.
+
+JAX (`jax.numpy`) and HIPS autograd (`autograd.numpy`) mirror NumPy's API, so their
+adapters share these methods, each computed with the adapter's module `xp` (never NumPy
+itself), and add what NumPy has no function for: sigmoid, relu, logsumexp, softmax and
+log_softmax, in the engine's own idiom.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def np_axis(axis: Any) -> Any:
+    """An `axis` attribute as NumPy takes it: a list of axes becomes a tuple."""
+    return tuple(axis) if isinstance(axis, list) else axis
+
+
+class NumpyApiOps:
+    xp: Any  # the engine's NumPy-compatible module
+
+    # -- elementwise -------------------------------------------------------------------
+    def add(self, a, b):
+        return self.xp.add(a, b)
+
+    def sub(self, a, b):
+        return self.xp.subtract(a, b)
+
+    def mul(self, a, b):
+        return self.xp.multiply(a, b)
+
+    def div(self, a, b):
+        return self.xp.divide(a, b)
+
+    def pow(self, a, b):
+        return self.xp.power(a, b)
+
+    def maximum(self, a, b):
+        return self.xp.maximum(a, b)
+
+    def minimum(self, a, b):
+        return self.xp.minimum(a, b)
+
+    def neg(self, x):
+        return self.xp.negative(x)
+
+    def exp(self, x):
+        return self.xp.exp(x)
+
+    def log(self, x):
+        return self.xp.log(x)
+
+    def sqrt(self, x):
+        return self.xp.sqrt(x)
+
+    def abs(self, x):
+        return self.xp.abs(x)
+
+    def square(self, x):
+        return self.xp.square(x)
+
+    def sin(self, x):
+        return self.xp.sin(x)
+
+    def cos(self, x):
+        return self.xp.cos(x)
+
+    def tanh(self, x):
+        return self.xp.tanh(x)
+
+    # -- linear algebra, reductions ------------------------------------------------------
+    def matmul(self, a, b):
+        return self.xp.matmul(a, b)
+
+    def sum(self, x, axis=None, keepdims=False):
+        return self.xp.sum(x, axis=np_axis(axis), keepdims=keepdims)
+
+    def mean(self, x, axis=None, keepdims=False):
+        return self.xp.mean(x, axis=np_axis(axis), keepdims=keepdims)
+
+    def max(self, x, axis=None, keepdims=False):
+        return self.xp.max(x, axis=np_axis(axis), keepdims=keepdims)
+
+    def min(self, x, axis=None, keepdims=False):
+        return self.xp.min(x, axis=np_axis(axis), keepdims=keepdims)
+
+    # -- shape ---------------------------------------------------------------------------
+    def reshape(self, x, shape):
+        return self.xp.reshape(x, shape)
+
+    def transpose(self, x, perm=None):
+        return self.xp.transpose(x, perm)
+
+    def matrix_transpose(self, x):
+        return self.xp.swapaxes(x, -1, -2)
+
+    def expand_dims(self, x, axis=0):
+        return self.xp.expand_dims(x, axis)
+
+    def squeeze(self, x, axis=None):
+        if axis == []:  # TensorFlow: every size-1 axis
+            axis = None
+        return self.xp.squeeze(x, axis=np_axis(axis))
+
+    def broadcast_to(self, x, shape):
+        return self.xp.broadcast_to(x, shape)
+
+    def concat(self, values, axis=0):
+        return self.xp.concatenate(values, axis=axis)
+
+    def stack(self, values, axis=0):
+        return self.xp.stack(values, axis=axis)
+
+    def getitem(self, x, index):
+        return x[index]
