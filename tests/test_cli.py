@@ -168,6 +168,23 @@ def test_ops_lists_every_op_with_its_tensorflow_mapping():
         assert any(op.signature in line and op.tf_name in line for line in lines), op.name
 
 
+@pytest.mark.parametrize("spelling", ["numpy", "tensorflow"])
+def test_ops_shows_every_vjp_rule_in_the_spelling_asked_for(spelling):
+    result = invoke("ops", "--spelling", spelling)
+    assert result.exit_code == 0, result.stderr
+    flat = " ".join(result.stdout.split())  # the table folds long rules over lines
+    for op in all_ops():
+        rule = op.rule(len(op.params) - 1, spelling)
+        assert " ".join(rule.split()).replace(" ", "") in flat.replace(" ", ""), op.name
+
+
+def test_docs_ops_md_is_what_gradcheck_ops_markdown_writes():
+    result = invoke("ops", "--markdown")
+    assert result.exit_code == 0, result.stderr
+    assert (ROOT / "docs" / "ops.md").read_text() == result.stdout
+    assert "tf.matmul(g, b, transpose_b=True)" in result.stdout
+
+
 def test_faults_lists_every_catalogue_entry():
     result = invoke("faults")
     assert result.exit_code == 0, result.stderr

@@ -28,6 +28,13 @@ class Hint:
     arg: int | None = None
     axes: list[int] | None = None
     factor: float | None = None
+    # SPEC §6.1: what is wrong with a localised rule, found by probing the engine
+    # ("ignores-upstream", "nan-region", "maximum:split", ...), and where in terms of
+    # the node's inputs ("a <= 0") for a region.
+    mechanism: str | None = None
+    region: str | None = None
+    # Hints that are consequences of this one, folded into it ("also seen as ...").
+    also: list[Hint] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -36,10 +43,12 @@ class Hint:
             "fix": self.fix,
             "confidence": self.confidence,
         }
-        for key in ("op", "node", "arg", "axes", "factor"):
+        for key in ("mechanism", "op", "node", "arg", "region", "axes", "factor"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
+        if self.also:
+            out["also"] = [{"code": h.code, "message": h.message} for h in self.also]
         return out
 
 

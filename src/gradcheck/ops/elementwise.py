@@ -23,6 +23,9 @@ def binary(
     tf: Callable,
     tf_name: str,
     doc: str,
+    *,
+    rules: tuple[str, str],
+    tf_rules: tuple[str, str] | None = None,
     operator: str | None = None,
     kink: str | None = None,
 ) -> Op:
@@ -38,6 +41,8 @@ def binary(
             doc=doc,
             operator=operator,
             kink=kink,
+            rules=rules,
+            tf_rules=tf_rules or rules,
         )
     )
 
@@ -49,6 +54,9 @@ def unary(
     tf: Callable,
     tf_name: str,
     doc: str,
+    *,
+    rule: str,
+    tf_rule: str | None = None,
     operator: str | None = None,
     kink: str | None = None,
 ) -> Op:
@@ -64,6 +72,8 @@ def unary(
             doc=doc,
             operator=operator,
             kink=kink,
+            rules=(rule,),
+            tf_rules=(tf_rule or rule,),
         )
     )
 
@@ -74,31 +84,36 @@ def _safe_log(a: np.ndarray) -> np.ndarray:
     return np.where(positive, np.log(np.where(positive, a, 1)), 0)
 
 
-# The declarations are a table, laid out by hand: one op per block.
+# The declarations are a table, laid out by hand: one op per block. Where the
+# TensorFlow spelling of a rule is the NumPy one, it is not repeated.
 # fmt: off
 binary(
     "add", np.add,
     lambda g, ans, a, b: g,
     lambda g, ans, a, b: g,
     lambda tf, a, b: tf.add(a, b), "tf.add", "a + b", operator="+",
+    rules=("g", "g"),
 )
 binary(
     "sub", np.subtract,
     lambda g, ans, a, b: g,
     lambda g, ans, a, b: -g,
     lambda tf, a, b: tf.subtract(a, b), "tf.subtract", "a - b", operator="-",
+    rules=("g", "-g"),
 )
 binary(
     "mul", np.multiply,
     lambda g, ans, a, b: g * b,
     lambda g, ans, a, b: g * a,
     lambda tf, a, b: tf.multiply(a, b), "tf.multiply", "a * b", operator="*",
+    rules=("g * b", "g * a"),
 )
 binary(
     "div", np.divide,
     lambda g, ans, a, b: g / b,
     lambda g, ans, a, b: -g * a / (b * b),
     lambda tf, a, b: tf.divide(a, b), "tf.divide", "a / b", operator="/",
+    rules=("g / b", "-g * a / b**2"),
 )
 binary(
     "pow", np.power,
@@ -107,6 +122,8 @@ binary(
     lambda tf, a, b: tf.pow(a, b), "tf.pow",
     "a ** b; the exponent's gradient is taken as 0 where a <= 0, as TensorFlow does",
     operator="**",
+    rules=("g * b * a**(b - 1)", "g * a**b * np.log(np.where(a > 0, a, 1))"),
+    tf_rules=("g * b * a**(b - 1)", "g * a**b * tf.math.log(tf.where(a > 0, a, tf.ones_like(a)))"),
 )
 binary(
     "maximum", np.maximum,
@@ -114,6 +131,8 @@ binary(
     lambda g, ans, a, b: g * np.logical_not(a >= b),  # not `a < b`: with NaN, TF gives b
     lambda tf, a, b: tf.maximum(a, b), "tf.maximum",
     "elementwise max; at a tie the gradient goes to a", kink="tie",
+    rules=("g * (a >= b)", "g * ~(a >= b)"),
+    tf_rules=("tf.where(a >= b, g, tf.zeros_like(g))", "tf.where(a >= b, tf.zeros_like(g), g)"),
 )
 binary(
     "minimum", np.minimum,
@@ -121,44 +140,58 @@ binary(
     lambda g, ans, a, b: g * np.logical_not(a <= b),  # not `a > b`: with NaN, TF gives b
     lambda tf, a, b: tf.minimum(a, b), "tf.minimum",
     "elementwise min; at a tie the gradient goes to a", kink="tie",
+    rules=("g * (a <= b)", "g * ~(a <= b)"),
+    tf_rules=("tf.where(a <= b, g, tf.zeros_like(g))", "tf.where(a <= b, tf.zeros_like(g), g)"),
 )
 
 unary(
     "neg", np.negative, lambda g, ans, x: -g,
-    lambda tf, x: tf.negative(x), "tf.negative", "-x", operator="u-",
+    lambda tf, x: tf.negative(x), "tf.negative", "-x", operator="u-", rule="-g",
 )
-unary("exp", np.exp, lambda g, ans, x: g * ans, lambda tf, x: tf.exp(x), "tf.exp", "e ** x")
+unary(
+    "exp", np.exp, lambda g, ans, x: g * ans, lambda tf, x: tf.exp(x), "tf.exp", "e ** x",
+    rule="g * np.exp(x)", tf_rule="g * tf.exp(x)",
+)
 unary(
     "log", np.log, lambda g, ans, x: g / x,
-    lambda tf, x: tf.math.log(x), "tf.math.log", "natural logarithm",
+    lambda tf, x: tf.math.log(x), "tf.math.log", "natural logarithm", rule="g / x",
 )
 unary(
     "sqrt", np.sqrt, lambda g, ans, x: g * 0.5 / ans,
     lambda tf, x: tf.sqrt(x), "tf.sqrt", "square root",
+    rule="g * 0.5 / np.sqrt(x)", tf_rule="g * 0.5 / tf.sqrt(x)",
 )
 unary(
     "abs", np.abs, lambda g, ans, x: g * np.sign(x),
     lambda tf, x: tf.abs(x), "tf.abs", "absolute value; abs'(0) = 0", kink="zero",
+    rule="g * np.sign(x)", tf_rule="g * tf.sign(x)",
 )
 unary(
     "square", np.square, lambda g, ans, x: g * 2 * x,
-    lambda tf, x: tf.square(x), "tf.square", "x * x",
+    lambda tf, x: tf.square(x), "tf.square", "x * x", rule="g * 2 * x",
 )
-unary("sin", np.sin, lambda g, ans, x: g * np.cos(x), lambda tf, x: tf.sin(x), "tf.sin", "sine")
+unary(
+    "sin", np.sin, lambda g, ans, x: g * np.cos(x), lambda tf, x: tf.sin(x), "tf.sin", "sine",
+    rule="g * np.cos(x)", tf_rule="g * tf.cos(x)",
+)
 unary(
     "cos", np.cos, lambda g, ans, x: -g * np.sin(x),
     lambda tf, x: tf.cos(x), "tf.cos", "cosine",
+    rule="-g * np.sin(x)", tf_rule="-g * tf.sin(x)",
 )
 unary(
     "tanh", np.tanh, lambda g, ans, x: g * (1 - ans * ans),
     lambda tf, x: tf.tanh(x), "tf.tanh", "hyperbolic tangent",
+    rule="g * (1 - np.tanh(x)**2)", tf_rule="g * (1 - tf.tanh(x)**2)",
 )
 unary(
     "sigmoid", lambda x: 1 / (1 + np.exp(-x)), lambda g, ans, x: g * ans * (1 - ans),
     lambda tf, x: tf.sigmoid(x), "tf.sigmoid", "logistic function 1 / (1 + e ** -x)",
+    rule="g * y * (1 - y)",
 )
 unary(
     "relu", lambda x: np.maximum(x, 0), lambda g, ans, x: g * (x > 0),
     lambda tf, x: tf.nn.relu(x), "tf.nn.relu", "max(x, 0); relu'(0) = 0", kink="zero",
+    rule="g * (x > 0)", tf_rule="tf.where(x > 0, g, tf.zeros_like(g))",
 )
 # fmt: on

@@ -41,5 +41,7 @@ register(
         tf_name="tf.linalg.matmul",
         doc="a @ b over the last two axes; the batch axes broadcast",
         operator="@",
+        rules=("g @ np.swapaxes(b, -1, -2)", "np.swapaxes(a, -1, -2) @ g"),
+        tf_rules=("tf.matmul(g, b, transpose_b=True)", "tf.matmul(a, g, transpose_a=True)"),
     )
 )

@@ -32,6 +32,8 @@ register(Op(
     vjps=(lambda g, ans, x, axis: ans * (g - np.sum(g * ans, axis=axis, keepdims=True)),),
     tf=lambda tf, x, axis: tf.nn.softmax(x, axis=axis), tf_name="tf.nn.softmax",
     doc="exp(x) / sum(exp(x)) along axis",
+    rules=("y * (g - np.sum(g * y, axis, keepdims=True))",),
+    tf_rules=("y * (g - tf.reduce_sum(g * y, axis, keepdims=True))",),
 ))
 register(Op(
     name="log_softmax", params=("x",), attrs={"axis": -1}, shape=_axis_shape,
@@ -39,5 +41,7 @@ register(Op(
     vjps=(lambda g, ans, x, axis: g - np.exp(ans) * np.sum(g, axis=axis, keepdims=True),),
     tf=lambda tf, x, axis: tf.nn.log_softmax(x, axis=axis), tf_name="tf.nn.log_softmax",
     doc="x - logsumexp(x) along axis",
+    rules=("g - np.exp(y) * np.sum(g, axis, keepdims=True)",),
+    tf_rules=("g - tf.exp(y) * tf.reduce_sum(g, axis, keepdims=True)",),
 ))
 # fmt: on

@@ -27,7 +27,17 @@ def _np_axis(axis: object) -> object:
     return tuple(axis) if isinstance(axis, list) else axis
 
 
-def reduction(name: str, forward: Callable, vjp: VJP, tf_fn: str, doc: str, kink=None) -> Op:
+def reduction(
+    name: str,
+    forward: Callable,
+    vjp: VJP,
+    tf_fn: str,
+    doc: str,
+    *,
+    rule: str,
+    tf_rule: str,
+    kink: str | None = None,
+) -> Op:
     return register(
         Op(
             name=name,
@@ -42,6 +52,8 @@ def reduction(name: str, forward: Callable, vjp: VJP, tf_fn: str, doc: str, kink
             tf_name=f"tf.{tf_fn}",
             doc=doc,
             kink=kink,
+            rules=(rule,),
+            tf_rules=(tf_rule,),
         )
     )
 
@@ -65,30 +77,42 @@ def _logsumexp(x, axis, keepdims):
     return out if keepdims else np.squeeze(out, axis=axis)
 
 
+_SPREAD = "np.broadcast_to(g.reshape(kept_shape), x.shape)"
+_TF_SPREAD = "tf.broadcast_to(tf.reshape(g, kept_shape), tf.shape(x))"
+_TIES = "m = x == y.reshape(kept_shape); g.reshape(kept_shape) * m / m.sum(axis, keepdims=True)"
+_TF_TIES = (
+    "m = tf.cast(x == tf.reshape(y, kept_shape), g.dtype); "
+    "tf.reshape(g, kept_shape) * m / tf.reduce_sum(m, axis, keepdims=True)"
+)
+
 # The declarations are a table, laid out by hand: one op per block.
 # fmt: off
 reduction(
     "sum", np.sum,
     lambda g, ans, x, axis, keepdims: spread(g, x, axis, keepdims),
-    "reduce_sum", "sum over axis",
+    "reduce_sum", "sum over axis", rule=_SPREAD, tf_rule=_TF_SPREAD,
 )
 reduction(
     "mean", np.mean,
     lambda g, ans, x, axis, keepdims: spread(g, x, axis, keepdims) / reduced_size(x.shape, axis),
-    "reduce_mean", "mean over axis",
+    "reduce_mean", "mean over axis", rule=f"{_SPREAD} / n", tf_rule=f"{_TF_SPREAD} / n",
 )
 reduction(
     "max", np.max, _extremum_vjp, "reduce_max",
     "max over axis; ties share the gradient equally", kink="tie",
+    rule=_TIES, tf_rule=_TF_TIES,
 )
 reduction(
     "min", np.min, _extremum_vjp, "reduce_min",
     "min over axis; ties share the gradient equally", kink="tie",
+    rule=_TIES, tf_rule=_TF_TIES,
 )
 reduction(
     "logsumexp", _logsumexp,
     lambda g, ans, x, axis, keepdims: spread(g, x, axis, keepdims)
     * np.exp(x - expand_reduced(ans, x.shape, axis, keepdims)),
     "reduce_logsumexp", "log(sum(exp(x))) over axis, computed stably",
+    rule="g.reshape(kept_shape) * np.exp(x - y.reshape(kept_shape))",
+    tf_rule="tf.reshape(g, kept_shape) * tf.exp(x - tf.reshape(y, kept_shape))",
 )
 # fmt: on

@@ -24,6 +24,16 @@ Conventions shared by every declaration:
   (``file:line``); it is None for the builtin ops.
 * Variadic ops (``concat``, ``stack``) take one list parameter. Their single VJP
   receives the list and the position ``i`` of the element being differentiated.
+* ``rules[i]`` and ``tf_rules[i]`` are VJP ``i`` written out as text, in NumPy and in
+  TensorFlow spelling: what `gradcheck ops`, the diagnosis's fixes and the docs show.
+  The names in them: ``g`` the cotangent, the parameters (``a``, ``b``, ``x``), ``y``
+  the op's output, the attributes; for reductions ``axis`` is the tuple of reduced axes,
+  ``kept_shape`` is x's shape with those axes as size 1 and ``n`` the number of elements
+  each output summarises; ``summed_axes`` (broadcast_to) the axes broadcasting added or
+  stretched; ``sizes``/``offsets`` (concat) the pieces' lengths and where they end.
+  Elementwise rules give the broadcast shape, summed back by `unbroadcast` as the VJPs
+  are. A text may be several ``;``-separated statements ending with an expression; the
+  tests evaluate every one against its VJP, so the texts cannot drift from the code.
 """
 
 from __future__ import annotations
@@ -58,12 +68,19 @@ class Op:
     # TensorFlow picks a subgradient, and the diagnosis says which convention.
     kink: str | None = None
     origin: str | None = None
+    rules: tuple[str, ...] = ()  # each VJP as NumPy text (see the module docstring)
+    tf_rules: tuple[str, ...] = ()  # ... and as TensorFlow text
 
     def __post_init__(self) -> None:
         if len(self.vjps) not in (0, self.vjp_count):
             raise TypeError(
                 f"op {self.name}: {len(self.vjps)} VJPs for {self.vjp_count} parameters"
             )
+        for texts in (self.rules, self.tf_rules):
+            if texts and len(texts) != self.vjp_count:
+                raise TypeError(
+                    f"op {self.name}: {len(texts)} rule texts for {self.vjp_count} VJPs"
+                )
         object.__setattr__(self, "attrs", MappingProxyType(dict(self.attrs)))
 
     @property
@@ -76,6 +93,11 @@ class Op:
         params = [f"[{p}, ...]" if self.variadic else p for p in self.params]
         attrs = [f"{k}={v!r}" for k, v in self.attrs.items()]
         return f"{self.name}({', '.join(params + attrs)})"
+
+    def rule(self, i: int, spelling: str = "numpy") -> str | None:
+        """VJP `i` as text, `spelling` "numpy" or "tensorflow"; None when not declared."""
+        texts = self.tf_rules if spelling == "tensorflow" else self.rules
+        return texts[0 if self.variadic else i] if texts else None
 
     def resolve_attrs(self, given: Mapping[str, Any]) -> dict[str, Any]:
         """The op's attributes with defaults filled in; unknown names raise `ShapeError`."""

@@ -141,6 +141,7 @@ register(Op(
     vjps=(lambda g, ans, x, shape: np.reshape(g, x.shape),),
     tf=lambda tf, x, shape: tf.reshape(x, shape), tf_name="tf.reshape",
     doc="same elements, new shape (one -1 is inferred)",
+    rules=("g.reshape(x.shape)",), tf_rules=("tf.reshape(g, tf.shape(x))",),
 ))
 register(Op(
     name="transpose", params=("x",), attrs={"perm": None}, shape=_transpose_shape,
@@ -148,6 +149,8 @@ register(Op(
     vjps=(lambda g, ans, x, perm: np.transpose(g, np.argsort(_perm(perm, x.ndim))),),
     tf=lambda tf, x, perm: tf.transpose(x, perm), tf_name="tf.transpose",
     doc="permute axes; perm=None reverses all of them, like NumPy and TensorFlow",
+    rules=("np.transpose(g, np.argsort(perm))",),
+    tf_rules=("tf.transpose(g, tf.math.invert_permutation(perm))",),
 ))
 register(Op(
     name="matrix_transpose", params=("x",), shape=_matrix_transpose_shape,
@@ -155,6 +158,7 @@ register(Op(
     vjps=(lambda g, ans, x: np.swapaxes(g, -1, -2),),
     tf=lambda tf, x: tf.linalg.matrix_transpose(x), tf_name="tf.linalg.matrix_transpose",
     doc="swap the last two axes only",
+    rules=("np.swapaxes(g, -1, -2)",), tf_rules=("tf.linalg.matrix_transpose(g)",),
 ))
 register(Op(
     name="expand_dims", params=("x",), attrs={"axis": 0}, shape=_expand_dims_shape,
@@ -162,6 +166,7 @@ register(Op(
     vjps=(lambda g, ans, x, axis: np.reshape(g, x.shape),),
     tf=lambda tf, x, axis: tf.expand_dims(x, axis), tf_name="tf.expand_dims",
     doc="insert a size-1 axis at axis",
+    rules=("g.reshape(x.shape)",), tf_rules=("tf.reshape(g, tf.shape(x))",),
 ))
 register(Op(
     name="squeeze", params=("x",), attrs={"axis": None}, shape=_squeeze_shape,
@@ -169,6 +174,7 @@ register(Op(
     vjps=(lambda g, ans, x, axis: np.reshape(g, x.shape),),
     tf=lambda tf, x, axis: tf.squeeze(x, axis), tf_name="tf.squeeze",
     doc="remove size-1 axes (all of them when axis=None)",
+    rules=("g.reshape(x.shape)",), tf_rules=("tf.reshape(g, tf.shape(x))",),
 ))
 register(Op(
     name="broadcast_to", params=("x",), attrs={"shape": None}, shape=_broadcast_to_shape,
@@ -176,6 +182,8 @@ register(Op(
     vjps=(lambda g, ans, x, shape: unbroadcast(g, x.shape),),
     tf=lambda tf, x, shape: tf.broadcast_to(x, shape), tf_name="tf.broadcast_to",
     doc="broadcast x to shape",
+    rules=("np.sum(g, summed_axes).reshape(x.shape)",),
+    tf_rules=("tf.reshape(tf.reduce_sum(g, summed_axes), tf.shape(x))",),
 ))
 register(Op(
     name="concat", params=("values",), attrs={"axis": 0}, shape=_concat_shape, variadic=True,
@@ -183,6 +191,7 @@ register(Op(
     vjps=(lambda g, ans, xs, i, axis: _concat_vjp(g, ans, xs, i, axis % g.ndim),),
     tf=lambda tf, xs, axis: tf.concat(xs, axis), tf_name="tf.concat",
     doc="join along an existing axis",
+    rules=("np.split(g, offsets, axis)[i]",), tf_rules=("tf.split(g, sizes, axis)[i]",),
 ))
 register(Op(
     name="stack", params=("values",), attrs={"axis": 0}, shape=_stack_shape, variadic=True,
@@ -190,6 +199,7 @@ register(Op(
     vjps=(lambda g, ans, xs, i, axis: np.take(g, i, axis=axis),),
     tf=lambda tf, xs, axis: tf.stack(xs, axis), tf_name="tf.stack",
     doc="join along a new axis",
+    rules=("np.take(g, i, axis)",), tf_rules=("tf.unstack(g, axis=axis)[i]",),
 ))
 register(Op(
     name="getitem", params=("x",), attrs={"index": ()}, shape=_getitem_shape,
@@ -197,5 +207,7 @@ register(Op(
     vjps=(_getitem_vjp,),
     tf=lambda tf, x, index: x[index], tf_name="tf.Tensor.__getitem__",
     doc="basic indexing x[...]: ints, slices, None and ...",
+    rules=("z = np.zeros_like(x); z[index] = g; z",),
+    tf_rules=("tf.Variable(tf.zeros_like(x))[index].assign(g)",),
 ))
 # fmt: on

@@ -1,0 +1,148 @@
+"""Every VJP's rule text (NumPy and TensorFlow spelling) computes what the VJP computes.
+
+The texts are what `gradcheck ops`, the diagnosis's fixes and the docs show; here each
+is evaluated as written, in the names the registry's docstring defines, on random
+inputs for every op, and compared with the registry's own VJP (summed back to the
+argument's shape, as the builtin engine does). A text that drifts from its code fails.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gradcheck.engines.tensorflow import load_tensorflow
+from gradcheck.ops import all_ops, get_op, unbroadcast
+from gradcheck.ops.broadcast import normalize_axes
+from gradcheck.ops.reductions import reduced_size
+from gradcheck.ops.shape import _perm
+
+# One application per op: arguments (shapes, or values) and attributes.
+# fmt: off
+APPLICATIONS: dict[str, list[tuple[list, dict]]] = {
+    "add": [([(2, 3), (3,)], {})], "sub": [([(2, 3), (2, 1)], {})],
+    "mul": [([(2, 3), (3,)], {})], "div": [([(2, 3), "positive(3,)"], {})],
+    "pow": [(["positive(2, 3)", (3,)], {}), ([[-2.0, 0.0, 2.0], [2.0, 3.0, 2.0]], {})],
+    "maximum": [([[1.0, 2.0, 3.0], [1.0, 5.0, 0.0]], {})],
+    "minimum": [([[1.0, 2.0, 3.0], [1.0, 5.0, 0.0]], {})],
+    "neg": [([(2, 3)], {})], "exp": [([(2, 3)], {})], "log": [(["positive(2, 3)"], {})],
+    "sqrt": [(["positive(2, 3)"], {})], "abs": [([[-1.0, 0.0, 2.0]], {})],
+    "square": [([(2, 3)], {})], "sin": [([(2, 3)], {})], "cos": [([(2, 3)], {})],
+    "tanh": [([(2, 3)], {})], "sigmoid": [([(2, 3)], {})], "relu": [([[-1.0, 0.0, 2.0]], {})],
+    "matmul": [([(2, 3, 4), (4, 5)], {}), ([(3, 4), (2, 4, 5)], {})],
+    "sum": [([(2, 3, 4)], {"axis": [0, 2], "keepdims": False}),
+            ([(2, 3)], {"axis": None, "keepdims": True})],
+    "mean": [([(2, 3, 4)], {"axis": 1, "keepdims": False})],
+    "max": [([[[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]]], {"axis": 1, "keepdims": False})],
+    "min": [([[[1.0, 1.0, 3.0], [2.0, 0.0, 0.0]]], {"axis": -1, "keepdims": True})],
+    "logsumexp": [([(2, 3)], {"axis": 0, "keepdims": False})],
+    "reshape": [([(2, 3)], {"shape": [3, 2]})],
+    "transpose": [([(2, 3, 4)], {"perm": [1, 2, 0]}), ([(2, 3)], {"perm": None})],
+    "matrix_transpose": [([(2, 3, 4)], {})],
+    "expand_dims": [([(2, 3)], {"axis": 1})], "squeeze": [([(2, 1, 3)], {"axis": None})],
+    "broadcast_to": [([(3, 1)], {"shape": [2, 3, 4]})],
+    "concat": [([[(2, 3), (2, 1), (2, 2)]], {"axis": 1})],
+    "stack": [([[(2, 3), (2, 3)]], {"axis": 1})],
+    "getitem": [([(3, 4, 5)], {"index": (1, slice(None, 3), None, Ellipsis)})],
+    "softmax": [([(2, 4)], {"axis": -1})], "log_softmax": [([(2, 4)], {"axis": 0})],
+}
+# fmt: on
+
+
+def value(spec, rng: np.random.Generator) -> np.ndarray:
+    if isinstance(spec, str):  # "positive(2, 3)"
+        shape = eval(spec.removeprefix("positive"))
+        return rng.uniform(0.5, 2.0, shape)
+    if isinstance(spec, tuple):
+        return rng.standard_normal(spec)
+    return np.array(spec, dtype=np.float64)
+
+
+def names(op, g, y, args, attrs, i) -> dict:
+    """The names a rule text may use (the registry's docstring lists them)."""
+    out = {"g": g, "y": y, **attrs}
+    if op.variadic:
+        out["values"] = args
+        out["i"] = i
+        sizes = [v.shape[attrs["axis"]] for v in args]
+        out["sizes"], out["offsets"] = sizes, list(np.cumsum(sizes)[:-1])
+    else:
+        out.update(zip(op.params, args, strict=True))
+    if "keepdims" in attrs:  # a reduction
+        x = args[0]
+        axes = normalize_axes(attrs["axis"], x.ndim)
+        out["axis"] = axes
+        out["kept_shape"] = tuple(1 if a in axes else d for a, d in enumerate(x.shape))
+        out["n"] = reduced_size(x.shape, attrs["axis"])
+    if op.name == "transpose":
+        out["perm"] = _perm(attrs["perm"], args[0].ndim)
+    if op.name == "broadcast_to":
+        x, lead = args[0], len(attrs["shape"]) - args[0].ndim
+        target = attrs["shape"]
+        stretched = [lead + a for a, d in enumerate(x.shape) if d == 1 and target[lead + a] != 1]
+        out["summed_axes"] = (*range(lead), *stretched)
+    return out
+
+
+def evaluate(text: str, namespace: dict):
+    *statements, last = [s.strip() for s in text.split(";")]
+    for statement in statements:
+        exec(statement, namespace)
+    return eval(last, namespace)
+
+
+def applications():
+    for op in all_ops():
+        for k, (args, attrs) in enumerate(APPLICATIONS[op.name]):
+            for i in range(len(args[0]) if op.variadic else len(op.params)):
+                yield pytest.param(op.name, k, i, id=f"{op.name}-{k}-arg{i}")
+
+
+def test_every_op_declares_both_spellings_and_has_an_application():
+    for op in all_ops():
+        assert op.rules and op.tf_rules, op.name
+        assert all(op.rules) and all(op.tf_rules), op.name
+        assert op.name in APPLICATIONS, op.name
+
+
+def setup(name: str, k: int):
+    op = get_op(name)
+    specs, attrs = APPLICATIONS[name][k]
+    rng = np.random.default_rng([len(name), k])
+    args = [value(s, rng) for s in (specs[0] if op.variadic else specs)]
+    y = op.forward(args, **attrs) if op.variadic else op.forward(*args, **attrs)
+    g = rng.standard_normal(np.shape(y))
+    return op, args, attrs, np.asarray(y), g
+
+
+def want(op, args, attrs, y, g, i) -> np.ndarray:
+    rule = op.vjps[0] if op.variadic else op.vjps[i]
+    with np.errstate(all="ignore"):
+        got = rule(g, y, args, i, **attrs) if op.variadic else rule(g, y, *args, **attrs)
+    return unbroadcast(got, args[i].shape)
+
+
+@pytest.mark.parametrize(("name", "k", "i"), list(applications()))
+def test_the_numpy_text_computes_the_vjp(name, k, i):
+    op, args, attrs, y, g = setup(name, k)
+    namespace = {"np": np, **names(op, g, y, args, attrs, i)}
+    with np.errstate(all="ignore"):
+        got = np.asarray(evaluate(op.rule(i), namespace), dtype=np.float64)
+    expected = want(op, args, attrs, y, g, i)
+    np.testing.assert_allclose(unbroadcast(got, args[i].shape), expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize(("name", "k", "i"), list(applications()))
+def test_the_tensorflow_text_computes_the_vjp(name, k, i):
+    tf = load_tensorflow()
+    op, args, attrs, y, g = setup(name, k)
+    tensors = {
+        key: tf.constant(v) if isinstance(v, np.ndarray) else v
+        for key, v in names(op, g, y, args, attrs, i).items()
+    }
+    if op.variadic:
+        tensors["values"] = [tf.constant(v) for v in args]
+    got = np.asarray(evaluate(op.rule(i, "tensorflow"), {"tf": tf, **tensors}), np.float64)
+    np.testing.assert_allclose(
+        unbroadcast(got, args[i].shape), want(op, args, attrs, y, g, i), rtol=1e-12, atol=1e-12
+    )
