@@ -93,7 +93,7 @@ def evaluate(text: str, namespace: dict):
 
 def applications():
     for op in all_ops():
-        for k, (args, attrs) in enumerate(APPLICATIONS[op.name]):
+        for k, (args, _attrs) in enumerate(APPLICATIONS[op.name]):
             for i in range(len(args[0]) if op.variadic else len(op.params)):
                 yield pytest.param(op.name, k, i, id=f"{op.name}-{k}-arg{i}")
 
