@@ -23,6 +23,8 @@ from corpus import BUGS, CASES, CORRECT_ENGINES, ROOT, Bug
 from gradcheck.cases import load_file
 from gradcheck.cases.model import Case, InvalidCase
 from gradcheck.cases.selection import matches
+from gradcheck.diagnosis.faults import CATALOGUE
+from gradcheck.diagnosis.faulty import FaultyEngine
 from gradcheck.engines.adapters import load_engine
 from gradcheck.engines.driver import EngineFailure, EngineRun, run_engine
 from gradcheck.engines.protocol import EngineFactory
@@ -169,13 +171,10 @@ def test_only_the_named_catalogue_fault_reproduces_the_bug(bug):
 
     This checks the planted bug against the catalogue's definition, and that the case
     leaves gradcheck a single exact fingerprint to report."""
-    faults = pytest.importorskip("gradcheck.diagnosis.faults")
     case = bug_case(bug)
     got = run_alone(engine(bug.engine), case)
     reproducing = [
-        fault.name
-        for fault in faults.CATALOGUE
-        if _reproduces(lambda f=fault: faults.FaultyEngine(f), got, case)
+        fault.name for fault in CATALOGUE if _reproduces(lambda f=fault: FaultyEngine(f), got, case)
     ]
     assert reproducing == [bug.hint.removeprefix("fault:")]
 

@@ -18,7 +18,8 @@ import gradcheck.diagnosis as diagnosis
 import gradcheck.runner as runner
 from gradcheck.cases import Case, load_file
 from gradcheck.diagnosis import patterns, rank
-from gradcheck.diagnosis.faults import FAULTS, FaultyEngine
+from gradcheck.diagnosis.faults import FAULTS
+from gradcheck.diagnosis.faulty import FaultyEngine
 from gradcheck.engines.builtin import BuiltinEngine
 from gradcheck.results import CaseResult, Hint
 from gradcheck.runner import RunOptions, run
@@ -269,7 +270,11 @@ def test_rounding_on_one_input_does_not_outrank_a_real_bug_on_another(tmp_path):
     assert input_hints(result, "x")[0].code == "precision"
     assert result.hints[0].code != "precision", codes(result.hints)
     assert "precision" in codes(result.hints)
-    assert "sign-flip" in codes(result.hints)
+    # y's sign flip is a consequence of mul's VJP for y, found alone: folded into it
+    top = result.hints[0]
+    assert (top.code, top.op, top.arg, top.mechanism) == ("op-vjp", "mul", 1, "sign-flip")
+    assert "sign-flip" in codes(top.also)
+    assert [h.arg for h in result.hints if h.code == "op-vjp"] == [1]  # x's ulp is no bug
 
 
 def test_nan_mismatch_where_the_engine_has_nan(tmp_path):
@@ -360,12 +365,16 @@ def test_kink_names_tensorflows_relu_convention(tmp_path):
         {"x": [[1.0, 2.0, 3.0]], "y": [[1.0, 0.5, 3.0]], "z": normal(1, 3)},
     )
     result = check(case, engine)
-    kink = find(result.hints, "kink")
+    # the catalogue knows this one: its fingerprint is the best explanation, and the kink
+    # at relu(x - y) is folded into it, a consequence rather than a rival
+    top = result.hints[0]
+    assert top.code == "fault:relu.kink"
+    kink = find(top.also, "kink")
     assert (kink.confidence, kink.op, kink.node, kink.arg) == ("exact", "relu", "relu(x - y)", 0)
+    assert kink.mechanism == "relu:one"
     assert "relu'(0) = 0" in kink.message and "TensorFlow" in kink.message
     assert "(2 elements)" in kink.message
-    # the catalogue knows this one: its fingerprint is the best explanation, the kink next
-    assert codes(result.hints)[:2] == ["fault:relu.kink", "kink"]
+    assert "kink" not in codes(result.hints)
     assert [(n.op, n.status) for n in result.nodes] == [
         ("sub", "passed"),
         ("relu", "failed"),
@@ -396,7 +405,10 @@ def test_kink_at_a_maximum_tie_names_both_arguments(tmp_path):
     assert sorted(h.arg for h in kinks) == [0, 1]
     for hint in kinks:
         assert (hint.op, hint.node) == ("maximum", "maximum(x, y)")
-        assert "first argument" in hint.message
+        assert hint.mechanism == "maximum:split"  # probed: the split convention reproduces it
+        assert "TensorFlow gives a tie's whole gradient to a (`first`)" in hint.message
+        assert "`split` is a valid subgradient" in hint.message
+        assert 'conventions = {"maximum": "split"}' in hint.fix
 
 
 # -- localisation --------------------------------------------------------------------------
@@ -409,7 +421,8 @@ def test_op_vjp_localises_a_bug_the_catalogue_does_not_know(tmp_path):
     result = check(case, engine)
     top = result.hints[0]
     assert (top.code, top.op, top.node, top.arg) == ("op-vjp", "exp", "exp(x)", 0)
-    assert top.confidence == "likely"
+    assert (top.mechanism, top.confidence) == ("ignores-upstream", "exact")
+    assert "`g * np.exp(x)`" in top.fix
     assert not any(c.startswith("fault:") for c in codes(result.hints))
     assert [h.node for h in result.hints if h.code == "op-vjp"] == ["exp(x)"]
     failed = [(n.node, n.op, n.args) for n in result.nodes if n.status == "failed"]
@@ -437,7 +450,7 @@ def test_backprop_driver_when_every_node_passes_alone(tmp_path):
     case = make_case(tmp_path, "h = exp(x)\nh * sin(h)", {"x": normal(2, 3)})
     result = check(case, lambda: FaultyEngine(FAULTS["backprop.no-accumulate"]))
     assert result.hints[0].code == "fault:backprop.no-accumulate"
-    driver = find(result.hints, "backprop-driver")
+    driver = find(result.hints[0].also, "backprop-driver")  # a consequence of the fault
     assert driver.confidence == "likely"
     assert result.nodes and all(n.status == "passed" for n in result.nodes)
     assert "op-vjp" not in codes(result.hints)
@@ -464,21 +477,24 @@ def hint(code: str, confidence: str = "exact") -> Hint:
     return Hint(code, code, "fix", confidence)  # type: ignore[arg-type]
 
 
-def test_rank_orders_kinds_then_confidence():
+def test_rank_orders_confidence_then_specificity():
     ordered = [
         hint("forward-mismatch"),
         hint("stale-gradients"),
-        hint("precision", "likely"),
         hint("fault:mul.self"),
         hint("kink"),
-        hint("op-vjp", "likely"),
+        hint("op-vjp"),
+        hint("missing-unbroadcast"),
         hint("scaled"),
+        hint("precision", "likely"),
+        hint("op-vjp", "likely"),
         hint("missing-unbroadcast", "likely"),
         hint("zero-gradient", "possible"),
     ]
-    shuffled = [ordered[i] for i in (8, 5, 3, 0, 7, 1, 6, 2, 4)]
+    shuffled = [ordered[i] for i in (8, 5, 3, 0, 10, 7, 1, 6, 2, 4, 9)]
     assert codes(sorted(shuffled, key=rank)) == codes(ordered)
-    assert rank(hint("backprop-driver", "likely")) == rank(hint("op-vjp", "likely"))
+    assert [h.confidence for h in sorted(shuffled, key=rank)] == [h.confidence for h in ordered]
+    assert rank(hint("op-vjp", "likely")) < rank(hint("backprop-driver", "likely"))
     assert rank(hint("fault:backprop.no-upstream")) < rank(hint("backprop-driver", "likely"))
 
 
@@ -486,7 +502,9 @@ def test_fingerprint_ranks_above_localisation_above_patterns(tmp_path):
     result = check(make_case(tmp_path, "x * y", XY), lambda: FaultyEngine(FAULTS["mul.self"]))
     order = codes(result.hints)
     assert order[0] == "fault:mul.self"
-    assert order.index("op-vjp") < order.index("swapped-gradients")
+    # what the fault explains is folded into it, in rank order
+    folded = codes(result.hints[0].also)
+    assert folded.index("op-vjp") < folded.index("swapped-gradients")
     assert all(rank(a) <= rank(b) for a, b in zip(result.hints, result.hints[1:], strict=False))
     # the input's own hints: the fingerprint first, then its pattern
     assert codes(input_hints(result, "x")) == ["fault:mul.self", "swapped-gradients"]

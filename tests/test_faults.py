@@ -17,7 +17,9 @@ not separate two faults, the case says how it was chosen:
 * backprop.no-accumulate / backprop.traversal-order: a diamond (h used twice) is needed
   for either to matter; traversal-order needs a consumer of h that is reached after h.
 * relu.kink and max.all-ties only show at a kink or a tie, so their inputs are literals
-  with exact zeros / exact ties.
+  with exact zeros / exact ties; pow.divides-by-base only differs where the base is 0.
+* maximum.mask-only / max.mask-only vs backprop.no-upstream: on a lone op both feed the
+  VJP no cotangent; an op after it (`* z`) feeds no-upstream's ones to mul as well.
 
 `test_indistinguishable_faults_are_all_reported` pins the one pair that no data can tell
 apart on a case without leading broadcast axes.
@@ -34,7 +36,8 @@ import yaml
 
 from gradcheck.cases import Case, load_file
 from gradcheck.comparison.compare import compare
-from gradcheck.diagnosis.faults import CATALOGUE, FAULTS, Fault, FaultyEngine
+from gradcheck.diagnosis.faults import CATALOGUE, FAULTS, Fault
+from gradcheck.diagnosis.faulty import FaultyEngine
 from gradcheck.engines.builtin import BuiltinEngine
 from gradcheck.engines.driver import run_engine
 from gradcheck.ops import has_op
@@ -92,6 +95,37 @@ FAULT_CASES: dict[str, dict] = {
     "transpose.perm-not-inverted": {
         "expr": "transpose(x, perm=[1, 2, 0])",
         "inputs": {"x": normal(2, 3, 4)},
+    },
+    "matmul.untransposed": {"expr": "x @ y", "inputs": {"x": normal(3, 3), "y": normal(3, 3)}},
+    "broadcast.leading-kept": {
+        "expr": "x * b",
+        "inputs": {"x": normal(2, 3, 4), "b": normal(3, 1)},
+    },
+    "div.numerator-self": {"expr": "x / y", "inputs": {"x": normal(2, 3), "y": positive(2, 3)}},
+    "pow.divides-by-base": {
+        "expr": "x ** 3",
+        "inputs": {"x": [[0.0, 1.5, -2.0], [0.5, 0.0, 2.0]]},
+    },
+    "pow.power-rule-exponent": {
+        "expr": "x ** y",
+        "inputs": {"x": positive(2, 3), "y": positive(2, 3)},
+    },
+    "maximum.mask-only": {
+        "expr": "maximum(x, y) * z",
+        "inputs": {"x": normal(2, 3), "y": normal(2, 3), "z": normal(2, 3)},
+    },
+    "maximum.inverted": {"expr": "minimum(x, y)", "inputs": {"x": normal(2, 3), "y": normal(2, 3)}},
+    "cos.sign": {"expr": "cos(x)", "inputs": {"x": normal(2, 3)}},
+    "relu.gradient-mask": {"expr": "relu(x)", "inputs": {"x": normal(3, 4)}},
+    "mean.first-axis": {"expr": "mean(x, axis=1)", "inputs": {"x": normal(2, 3)}},
+    "max.mask-only": {"expr": "max(x, axis=1) * z", "inputs": {"x": normal(2, 3), "z": normal(2)}},
+    "softmax.pass-through": {"expr": "softmax(x)", "inputs": {"x": normal(2, 4)}},
+    "log_softmax.dot-output": {"expr": "log_softmax(x)", "inputs": {"x": normal(2, 4)}},
+    "reshape.no-reshape": {"expr": "reshape(x, shape=[3, 2])", "inputs": {"x": normal(2, 3)}},
+    "getitem.slice-shape": {"expr": "x[0, 1:3]", "inputs": {"x": normal(3, 4)}},
+    "concat.first-axis": {
+        "expr": "concat([x, y], axis=1)",
+        "inputs": {"x": normal(2, 3), "y": normal(2, 2)},
     },
     "backprop.no-accumulate": {"expr": "h = exp(x)\nh * sin(h)", "inputs": {"x": normal(2, 3)}},
     "backprop.traversal-order": {"expr": "h = exp(x)\nh + sin(h)", "inputs": {"x": normal(2, 3)}},
@@ -240,10 +274,10 @@ def test_indistinguishable_faults_are_all_reported(tmp_path):
 
 
 def test_a_fault_whose_op_is_absent_changes_nothing(tmp_path):
-    # A fault is switched on in one place only: on cos(x) every op fault is harmless.
+    # A fault is switched on in one place only: on sin(x) every op fault is harmless.
     case = write_cases(
-        tmp_path / "cos.yaml", {"cos": {"expr": "cos(x)", "inputs": {"x": normal(2, 3)}}}
-    )["cos"]
+        tmp_path / "sin.yaml", {"sin": {"expr": "sin(x)", "inputs": {"x": normal(2, 3)}}}
+    )["sin"]
     args = (case.expression, case.inputs, case.wrt, case.cotangent)
     right = run_engine(BuiltinEngine(), *args).grads["x"]
     for fault in CATALOGUE:

@@ -123,6 +123,7 @@ class CaseResult:
     traceback: str | None = None
     tags: list[str] = field(default_factory=list)
     reference: str = "tensorflow"  # the kind of reference it was checked against (SPEC §8)
+    engine_dtype: str | None = None  # the dtype the engine returned its results in
 
     @property
     def passed(self) -> bool:

@@ -10,12 +10,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from .cache import ReferenceCache, ReferenceNotCached
-from .cases.model import Case, InvalidCase
+from .cases.model import LOW_PRECISION, Case, InvalidCase
 from .comparison.compare import compare
 from .comparison.trust import disagreements, judged_part, nothing_judged, tolerance
 from .defaults import STALE_CHECK_LIMIT
 from .diagnosis import Evidence, diagnose
+from .diagnosis.conventions import declared_conventions, follow_conventions, note_conventions
 from .engines.adapters import engine_name
 from .engines.driver import (
     EngineFailure,
@@ -166,18 +169,36 @@ def _check(
         return
     except EngineFailure as failure:
         _error(result, failure.message, failure)
+        if options.diagnose and failure.what == "grad":  # raised while differentiating
+            evidence = Evidence(case, reference, None, result, engine_factory, failure=failure)
+            result.message = "; ".join([failure.message, *diagnose(evidence)])
         return
     except Exception as e:  # what the driver's checks did not foresee is still the engine's
         failure = EngineFailure(str(e), traceback_tail(e))
         _error(result, f"the engine raised {type(e).__name__}: {e}", failure)
         return
 
-    reference = judged_part(reference, got)
-    result.forward = compare(reference.forward, got.forward, case.tolerance)
+    result.engine_dtype = got.dtype
+    declared = declared_conventions(engine_factory)
+    tensorflow = reference = judged_part(reference, got)
+    reference, followed = follow_conventions(case, reference, declared)
+    exact = _exact_run(case, options, declared)
+    result.forward = compare(
+        reference.forward, got.forward, case.tolerance, exact and exact.forward
+    )
     result.inputs = [
-        InputResult(name, compare(reference.grads[name], grad, tolerance(case, reference, name)))
+        InputResult(
+            name,
+            compare(
+                reference.grads[name],
+                grad,
+                tolerance(case, reference, name),
+                exact and exact.grads[name],
+            ),
+        )
         for name, grad in got.grads.items()
     ]
+    note_conventions(result.inputs, tensorflow, got, followed, case.tolerance)
     stale = [
         name
         for name, grad in got.grads.items()
@@ -199,7 +220,10 @@ def _check(
         result.status = "skipped"  # the reference could judge no gradient element at all
     if failed:
         evidence = Evidence(case, reference, got, result, engine_factory, stale)
+        evidence.conventions = declared
         notes += diagnose(evidence) if options.diagnose else []
+    elif any(item.hints for item in result.inputs):
+        notes.append("passed under the engine's declared conventions")
     result.hints[:0] = reference.doubts  # the oracle in doubt comes before what it judged
     result.message = "; ".join(notes)
 
@@ -215,6 +239,23 @@ def _label(items: Sequence[Case | InvalidCase], options: RunOptions) -> str:
     if kinds & {"numeric", "both"}:
         labels.append(NUMERIC_LABEL)
     return " + ".join(labels)
+
+
+def _exact_run(case: Case, options: RunOptions, declared: dict[str, str]) -> EngineRun | None:
+    """Low precision (float16, bfloat16) without a tolerance of its own: the reference's
+    float64 answer for the same rounded inputs, what both engines are judged against."""
+    if case.dtype not in LOW_PRECISION or case.tolerance_given:
+        return None
+    wide = replace(
+        case,
+        dtype="float64",
+        inputs={n: np.asarray(v, np.float64) for n, v in case.inputs.items()},
+        cotangent=np.asarray(case.cotangent, np.float64),
+    )
+    try:
+        return follow_conventions(wide, reference_run(wide, options), declared)[0]
+    except (EngineFailure, ReferenceNotCached):
+        return None  # judged by the tolerance alone
 
 
 def _check_expect(case: Case, reference: EngineRun) -> list[str]:

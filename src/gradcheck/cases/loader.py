@@ -540,6 +540,7 @@ class _CaseReader:
             dtype=dtype,
             cotangent=cotangent,
             tolerance=Tolerance(_get(settings, "rtol", rtol), _get(settings, "atol", atol)),
+            tolerance_given="rtol" in settings or "atol" in settings,
             seed=seed,
             expect=_expect(raw, expression, wrt),
             tags=_get(settings, "tags", []),

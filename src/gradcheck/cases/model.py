@@ -16,6 +16,9 @@ DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
     "float64": (1e-7, 1e-7),
 }
 DTYPES = tuple(DEFAULT_TOLERANCES)
+# Judged by their distance from a float64 answer for the same rounded inputs, next to
+# TensorFlow's own (comparison/compare.py), unless the case sets a tolerance.
+LOW_PRECISION = ("float16", "bfloat16")
 
 
 def numpy_dtype(name: str) -> np.dtype:
@@ -25,6 +28,13 @@ def numpy_dtype(name: str) -> np.dtype:
 
         return np.dtype(ml_dtypes.bfloat16)
     return np.dtype(name)
+
+
+def machine_epsilon(dtype: np.dtype | str) -> float:
+    """The spacing of floats of `dtype` at 1; `ml_dtypes.finfo` also knows bfloat16."""
+    import ml_dtypes
+
+    return float(ml_dtypes.finfo(numpy_dtype(dtype) if isinstance(dtype, str) else dtype).eps)
 
 
 @dataclass(frozen=True)
@@ -53,6 +63,7 @@ class Case:
     cotangent: np.ndarray
     tolerance: Tolerance
     seed: int
+    tolerance_given: bool = False  # set in the case file or on the command line
     expect: dict[str, np.ndarray] = field(default_factory=dict)
     tags: list[str] = field(default_factory=list)
     description: str | None = None

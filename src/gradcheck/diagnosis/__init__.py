@@ -1,62 +1,46 @@
 """Diagnosis: say why a failing case's gradients differ from the reference (SPEC §6).
 
 `diagnose` runs, in order: the value and shape patterns of each failing input,
-localisation (every op node checked alone), and the fault fingerprints relevant to
-what localisation found. The hints are ranked strongest first: an exact fingerprint,
-then a localised node, then patterns, then guesses. A step that raises is dropped with
-a note; diagnosis never turns a failure into a crash.
+localisation (every op node checked alone) with the mechanism probes of each failing
+node (`mechanisms.py`) or, at a kink, the convention the engine follows
+(`conventions.py`), and the fault fingerprints relevant to what localisation found.
+When the engine raised, `errors.py` localises the error instead. The hints are ranked
+and folded (`ranking.py`). A step that raises is dropped with a note; diagnosis never
+turns a failure into a crash.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..cases.model import Case
 from ..comparison.compare import compare
 from ..engines.builtin import BuiltinEngine
-from ..engines.driver import EngineFailure, EngineRun, Unsupported, run_engine
-from ..engines.protocol import EngineFactory
+from ..engines.driver import EngineFailure, Unsupported, run_engine
 from ..ops.reductions import reduced_size
-from ..results import CONFIDENCE_RANK, CaseResult, Hint
-from .faults import FAULTS, Fault, FaultyEngine, relevant_faults
-from .kinks import CONVENTIONS, kink_mask
+from ..results import CaseResult, Hint
+from . import dtypes, idiom
+from .conventions import kink_hint, observe
+from .errors import diagnose_error
+from .evidence import Evidence
+from .faults import FAULTS, Fault, fault_hint, relevant_faults
+from .faulty import FaultyEngine
+from .kinks import kink_mask
 from .localise import NodeCheck, check_nodes
+from .mechanisms import Prober, op_vjp_hint
 from .patterns import ANALYSES, Subject
+from .ranking import dedupe, fold, rank, rank_beside_bug
 
-# Rank of each kind of hint: lower is stronger.
-_FIRST = {"forward-mismatch": 0, "stale-gradients": 1, "precision": 2}
-_LOCALISED = {"kink": 4, "op-vjp": 5, "backprop-driver": 5}
-_PATTERN = 6
-
-
-def rank(hint: Hint) -> tuple[int, int]:
-    if hint.code.startswith("fault:"):
-        kind = 3
-    else:
-        kind = _FIRST.get(hint.code, _LOCALISED.get(hint.code, _PATTERN))
-    return kind, CONFIDENCE_RANK[hint.confidence]
-
-
-@dataclass
-class Evidence:
-    """Everything known about one failing case."""
-
-    case: Case
-    reference: EngineRun
-    engine: EngineRun
-    result: CaseResult
-    engine_factory: EngineFactory
-    stale: list[str]
+Step = Callable[[], list[Hint]]
 
 
 def diagnose(evidence: Evidence) -> list[str]:
     """Attach hints to `evidence.result`; return notes about steps that failed."""
     notes: list[str] = []
 
-    def attempt(step: str, fn: Callable[[], list[Hint]]) -> list[Hint]:
+    def attempt(step: str, fn: Step) -> list[Hint]:
         try:
             return fn()
         except Exception as e:  # a diagnosis bug must not hide the failure itself
@@ -64,6 +48,10 @@ def diagnose(evidence: Evidence) -> list[str]:
             return []
 
     result = evidence.result
+    if evidence.engine is None:
+        hints = attempt("localising the error", lambda: diagnose_error(evidence))
+        result.hints = fold(dedupe(sorted(hints, key=rank)), _failing_nodes(result))
+        return notes
     case_hints = _forward_and_stale(evidence)
     for item in result.inputs:
         if not item.comparison.passed:
@@ -85,63 +73,76 @@ def diagnose(evidence: Evidence) -> list[str]:
     for item in result.inputs:
         case_hints += [h for h in item.hints if not h.code.startswith("fault:")][:1]
     # Rounding on one input does not explain another input's real failure.
-    result.hints = _dedupe(sorted(case_hints, key=rank if rounding_only else _rank_beside_bug))
+    ranked = sorted(case_hints, key=rank if rounding_only else rank_beside_bug)
+    result.hints = fold(dedupe(ranked), _failing_nodes(result))
     return notes
 
 
-def _rank_beside_bug(hint: Hint) -> tuple[int, int]:
-    kind, confidence = rank(hint)
-    return (_PATTERN if hint.code == "precision" else kind), confidence
-
-
-def _dedupe(hints: list[Hint]) -> list[Hint]:
-    seen, out = set(), []
-    for hint in hints:
-        key = (hint.code, hint.message)
-        if key not in seen:
-            seen.add(key)
-            out.append(hint)
-    return out
+def _failing_nodes(result: CaseResult) -> int:
+    return sum(1 for n in result.nodes if n.status in ("failed", "error"))
 
 
 def _forward_and_stale(evidence: Evidence) -> list[Hint]:
     hints = []
     forward = evidence.result.forward
     if forward is not None and not forward.passed:
-        hints.append(
-            Hint(
-                "forward-mismatch",
-                f"the forward values already differ (max abs diff {forward.max_abs_diff})",
-                "fix the forward pass first: gradients of a wrong value cannot match",
-                "exact",
-                node=evidence.case.expression.output.text,
-            )
-        )
+        hints.append(_forward_hint(evidence))
     if evidence.stale:
         names = ", ".join(evidence.stale)
         hints.append(
             Hint(
                 "stale-gradients",
                 f"asking the engine twice for the gradient of {names} gave different answers",
-                "reset accumulated gradients before each backward pass (zero_grad), "
-                "or build a fresh graph per call",
+                "reset accumulated gradients before each backward pass (`zero_grad()`, "
+                "`x.grad = 0` for every value), or build a fresh graph per call",
                 "exact",
             )
         )
     return hints
 
 
+def _forward_hint(evidence: Evidence) -> Hint:
+    """A wrong forward value, unless it is the rounding of a lower-precision engine."""
+    case, engine = evidence.case, evidence.engine
+    assert engine is not None and evidence.result.forward is not None
+    dtype = dtypes.judging_dtype(engine.dtype, case.dtype)
+    rounding, worst = dtypes.within_rounding(evidence.reference.forward, engine.forward, dtype)
+    if rounding and dtypes.lower_precision(engine.dtype, case.dtype):
+        why = dtypes.cause(dtype, case.dtype, idiom.frameworks(evidence.engine_factory, engine))
+        return Hint(
+            "precision",
+            f"the forward value differs by {worst:.3g}, within {dtypes.ULPS} ulps of {dtype}: "
+            f"{why}",
+            why.split("; ", 1)[-1],
+            "likely",
+        )
+    return Hint(
+        "forward-mismatch",
+        f"the forward values already differ (max abs diff {evidence.result.forward.max_abs_diff})",
+        "fix the forward pass first: gradients of a wrong value cannot match; compare "
+        "`value(node)` with TensorFlow's op by op (the nodes checked alone say which)",
+        "exact",
+        node=case.expression.output.text,
+    )
+
+
 def _patterns(evidence: Evidence, name: str) -> list[Hint]:
-    case = evidence.case
+    case, engine = evidence.case, evidence.engine
+    assert engine is not None
     others = {n: g for n, g in evidence.reference.grads.items() if n != name}
+    dtype = dtypes.judging_dtype(engine.dtype, case.dtype)
+    cause = None
+    if dtypes.lower_precision(engine.dtype, case.dtype):
+        cause = dtypes.cause(dtype, case.dtype, idiom.frameworks(evidence.engine_factory, engine))
     subject = Subject(
         name,
         evidence.reference.grads[name],
-        evidence.engine.grads[name],
+        engine.grads[name],
         case.tolerance,
-        case.dtype,
+        dtype,
         others,
         frozenset(_reduced_sizes(case)),
+        cause,
     )
     return sorted((h for analysis in ANALYSES for h in analysis(subject)), key=rank)
 
@@ -155,26 +156,29 @@ def _reduced_sizes(case: Case) -> set[int]:
 
 
 def _localise(evidence: Evidence) -> list[Hint]:
-    checks = check_nodes(evidence.case, evidence.engine_factory)
+    checks = check_nodes(evidence.case, evidence.engine_factory, evidence.builtin)
     evidence.result.nodes = [c.result for c in checks]
     failing = [c for c in checks if c.result.status == "failed"]
     if failing:
-        return [hint for check in failing for hint in _node_hints(check)]
+        return [hint for check in failing for hint in node_hints(check, evidence)]
     if all(c.result.status == "passed" for c in checks) and evidence.result.forward.passed:
         return [
             Hint(
                 "backprop-driver",
                 "every op node passes when checked alone, but the whole expression fails: "
                 "the backward pass's traversal or accumulation is wrong, not a rule",
-                "visit nodes in reverse topological order and add (not overwrite) the "
-                "gradients of a value used more than once",
+                "visit nodes in reverse topological order (`reversed(topological_order(out))`) "
+                "and add, not overwrite, the gradients of a value used more than once "
+                "(`grad[x] = grad[x] + share`)",
                 "likely",
+                mechanism="unknown",
             )
         ]
     return []
 
 
-def _node_hints(check: NodeCheck) -> list[Hint]:
+def node_hints(check: NodeCheck, evidence: Evidence) -> list[Hint]:
+    """The hints of one node that fails alone: its forward, a kink, or a mechanism."""
     node, op = check.node, check.node.op
     assert op is not None
     if check.forward_failed:
@@ -182,50 +186,28 @@ def _node_hints(check: NodeCheck) -> list[Hint]:
             Hint(
                 "forward-mismatch",
                 f"{node.text}: {op.name}'s forward value is wrong when checked alone",
-                f"fix {op.name}'s forward computation ({op.doc})",
+                f"fix {op.name}'s forward computation ({op.doc}; TensorFlow: `{op.tf_name}`)",
                 "exact",
                 op=op.name,
                 node=node.text,
             )
         ]
-    hints = []
+    hints, prober, spell = [], Prober(check, evidence.conventions), evidence.spelling
+    engine = evidence.engine
+    dtype = dtypes.judging_dtype(engine.dtype if engine else None, evidence.case.dtype)
     for arg in check.result.args:
+        assert check.want is not None and check.got is not None
+        name = f"a{arg}"
+        if dtypes.within_rounding(check.want.grads[name], check.got.grads[name], dtype)[0]:
+            continue  # rounding under a tight tolerance: the input's `precision` says so
         mask = kink_mask(node, arg, check.inputs)
         mismatched = check.mismatches.get(arg)
-        if (
-            mask is not None
-            and mismatched is not None
-            and mismatched.any()
-            and not (mismatched & ~mask).any()
-        ):
-            hints.append(
-                Hint(
-                    "kink",
-                    f"{node.text}: {op.name}'s gradient for argument {arg} "
-                    f"({node.args[arg].text}) differs only where it sits at its kink or a tie "
-                    f"({int(mismatched.sum())} elements); {CONVENTIONS[op.name]}",
-                    f"follow TensorFlow's convention: {CONVENTIONS[op.name]}",
-                    "exact",
-                    op=op.name,
-                    node=node.text,
-                    arg=arg,
-                )
-            )
+        at_kink = mask is not None and mismatched is not None and mismatched.any()
+        if at_kink and not (mismatched & ~mask).any():
+            observed = observe(check, evidence.conventions)
+            hints.append(kink_hint(check, arg, observed, evidence.conventions, spell))
             continue
-        argument = node.args[arg].text
-        hints.append(
-            Hint(
-                "op-vjp",
-                f"{node.text}: {op.name}'s VJP for argument {arg} ({argument}) is wrong "
-                "when the node is checked alone on its own inputs",
-                f"fix the gradient of {op.signature} with respect to "
-                f"{op.params[0] if op.variadic else op.params[arg]}",
-                "likely",
-                op=op.name,
-                node=node.text,
-                arg=arg,
-            )
-        )
+        hints.append(op_vjp_hint(check, arg, prober.find(arg), spell))
     return hints
 
 
@@ -234,12 +216,17 @@ def _fingerprints(evidence: Evidence) -> list[Hint]:
     failing_ops = {n.op for n in evidence.result.nodes if n.status == "failed"}
     used_ops = {n.op.name for n in case.expression.op_nodes if n.op is not None}
     candidates = relevant_faults(failing_ops or used_ops)
-    correct = _grads(BuiltinEngine(), evidence)
-    return [_fault_hint(f, case) for f in candidates if _reproduces(f, evidence, correct)]
+    correct = _grads(evidence.builtin(), evidence)
+    return [
+        fault_hint(f, case, evidence.spelling)
+        for f in candidates
+        if _reproduces(f, evidence, correct)
+    ]
 
 
 def _grads(engine: BuiltinEngine, evidence: Evidence) -> dict[str, np.ndarray] | None:
     case = evidence.case
+    assert evidence.engine is not None
     try:
         run = run_engine(
             engine, case.expression, case.inputs, list(evidence.engine.grads), case.cotangent
@@ -259,23 +246,11 @@ def _reproduces(fault: Fault, evidence: Evidence, correct: dict[str, np.ndarray]
     A fault that changes nothing here (a batch-axes fault on 2-D inputs) would otherwise
     "reproduce" an engine whose only difference from the reference is rounding.
     """
-    faulty = _grads(FaultyEngine(fault), evidence)
+    assert evidence.engine is not None
+    faulty = _grads(FaultyEngine(fault, evidence.conventions), evidence)
     if faulty is None or not _matches(faulty, evidence.engine.grads, evidence):
         return False
     return correct is None or not _matches(faulty, correct, evidence)
-
-
-def _fault_hint(fault: Fault, case: Case) -> Hint:
-    op = fault.name.split(".")[0]
-    nodes = [n.text for n in case.expression.op_nodes if n.op is not None and n.op.name == op]
-    return Hint(
-        fault.code,
-        f"{fault.summary}; the builtin engine with this one fault reproduces the engine's numbers",
-        fault.fix,
-        "exact",
-        op=op if op in fault.ops else None,
-        node=nodes[0] if len(nodes) == 1 else None,
-    )
 
 
 __all__ = ["FAULTS", "Evidence", "diagnose", "rank"]

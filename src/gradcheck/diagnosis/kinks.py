@@ -1,4 +1,4 @@
-"""Where a non-smooth op sits at a kink or a tie, and TensorFlow's convention there."""
+"""Where a non-smooth op sits at a kink or a tie: the elements a convention decides."""
 
 from __future__ import annotations
 
@@ -8,15 +8,6 @@ import numpy as np
 
 from ..expression import Node
 from ..ops import unbroadcast
-
-CONVENTIONS = {
-    "relu": "TensorFlow takes relu'(0) = 0",
-    "abs": "TensorFlow takes abs'(0) = 0 (sign(0))",
-    "maximum": "at a tie TensorFlow gives the whole gradient to the first argument",
-    "minimum": "at a tie TensorFlow gives the whole gradient to the first argument",
-    "max": "TensorFlow splits the gradient equally among the tied maxima",
-    "min": "TensorFlow splits the gradient equally among the tied minima",
-}
 
 
 def kink_mask(node: Node, arg: int, inputs: Mapping[str, np.ndarray]) -> np.ndarray | None:
@@ -29,11 +20,12 @@ def kink_mask(node: Node, arg: int, inputs: Mapping[str, np.ndarray]) -> np.ndar
         return None
     if op.kink == "zero":
         return x == 0
+    if op.kink == "base":  # pow: the exponent's gradient where the base is not positive
+        if arg != 1:
+            return None
+        return _on(_value(node, inputs, 0) <= 0, x.shape)
     if len(op.params) == 2:  # maximum / minimum: a tie between the two arguments
-        a, b = (inputs.get("a0"), inputs.get("a1"))
-        a = np.asarray(node.args[0].literal) if a is None else a
-        b = np.asarray(node.args[1].literal) if b is None else b
-        return unbroadcast(np.asarray(a == b, dtype=np.int64), x.shape) > 0
+        return _on(_value(node, inputs, 0) == _value(node, inputs, 1), x.shape)
     # max / min reductions: elements tied for the extremum
     reduce = np.max if op.name == "max" else np.min
     axis = node.attrs.get("axis")
@@ -41,3 +33,13 @@ def kink_mask(node: Node, arg: int, inputs: Mapping[str, np.ndarray]) -> np.ndar
     best = reduce(x, axis=np_axis, keepdims=True)
     winners = x == best
     return winners & (winners.sum(axis=np_axis, keepdims=True) > 1)
+
+
+def _value(node: Node, inputs: Mapping[str, np.ndarray], i: int) -> np.ndarray:
+    value = inputs.get(f"a{i}")
+    return np.asarray(node.args[i].literal) if value is None else value
+
+
+def _on(mask: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """A mask in the broadcast shape, on an argument of `shape`: any element it touches."""
+    return unbroadcast(np.asarray(mask, dtype=np.int64), shape) > 0

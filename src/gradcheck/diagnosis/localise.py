@@ -2,44 +2,41 @@
 
 Each node becomes a one-op expression whose inputs are the values its arguments take
 in the case (the builtin engine's forward, the twin of TensorFlow's) and whose
-cotangent is random. The engine's VJPs are compared with the builtin engine's, which
-the test suite holds to TensorFlow and to finite differences op by op (with finite
-differences themselves for a user-defined op declared without NumPy VJPs).
+cotangent is random. The engine's VJPs are compared with the builtin engine's (with
+the engine's declared conventions), which the test suite holds to TensorFlow and to
+finite differences op by op (with finite differences themselves for a user-defined op
+declared without NumPy VJPs). A `NodeCheck` keeps what it ran, so the mechanism probes
+can run the same node again on other cotangents and inputs.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..cases.model import Case
+from ..cases.model import LOW_PRECISION, Case, Tolerance
 from ..comparison.compare import close_mask, compare
 from ..comparison.trust import judged_part
 from ..engines.builtin import BuiltinEngine
-from ..engines.driver import EngineFailure, Unsupported, build_expression, run_engine
+from ..engines.driver import EngineFailure, EngineRun, Unsupported, build_expression, run_engine
 from ..engines.numeric import numeric_run
 from ..engines.protocol import EngineFactory
 from ..expression import Expression, Node
 from ..results import NodeResult
 
-
-@dataclass
-class NodeCheck:
-    node: Node
-    result: NodeResult
-    forward_failed: bool = False
-    # For each failing argument: where the engine's VJP differs (a mask over the argument).
-    mismatches: dict[int, np.ndarray] = field(default_factory=dict)
-    inputs: dict[str, np.ndarray] = field(default_factory=dict)
+# A fresh instance of the builtin engine that stands for the right answer.
+ReferenceFactory = Callable[[], BuiltinEngine]
 
 
-def single_op(node: Node) -> tuple[Expression, list[str]]:
-    """`node`'s op applied to fresh inputs named a0, a1, ... (literals stay literals)."""
+def single_op(node: Node, *, literals_as_inputs: bool = False) -> tuple[Expression, list[str]]:
+    """`node`'s op applied to fresh inputs named a0, a1, ... (literals stay literals,
+    unless `literals_as_inputs`: then they are inputs too, holding the literal's value)."""
     inputs: dict[str, Node] = {}
     args: list[Node] = []
     for i, arg in enumerate(node.args):
-        if arg.is_literal:
+        if arg.is_literal and not literals_as_inputs:
             args.append(Node(len(args), arg.text, (), literal=arg.literal))
             continue
         name = f"a{i}"
@@ -50,6 +47,62 @@ def single_op(node: Node) -> tuple[Expression, list[str]]:
     return Expression(node.text, [*args, op_node], op_node, inputs, {}), list(inputs)
 
 
+@dataclass
+class NodeCheck:
+    """One op node run alone: by the engine and by the builtin engine, on one cotangent."""
+
+    node: Node
+    result: NodeResult
+    inputs: dict[str, np.ndarray]
+    names: list[str]
+    cotangent: np.ndarray
+    tolerance: Tolerance
+    engine_factory: EngineFactory
+    reference_factory: ReferenceFactory
+    low_precision: bool = False
+    seed: int = 0  # the case's: finite differences' random directions
+    want: EngineRun | None = None
+    got: EngineRun | None = None
+    failure: EngineFailure | None = None  # what the engine raised on this node alone
+    forward_failed: bool = False
+    # For each failing argument: where the engine's VJP differs (a mask over the argument).
+    mismatches: dict[int, np.ndarray] = field(default_factory=dict)
+
+    def run(
+        self,
+        factory: Callable[[], object],
+        cotangent: np.ndarray,
+        inputs: Mapping[str, np.ndarray] | None = None,
+        *,
+        literals_as_inputs: bool = False,
+        wrt: list[str] | None = None,
+    ) -> EngineRun:
+        """The node alone through `factory`'s engine (raises what `run_engine` raises):
+        on other `inputs` of the same names if given, for `wrt` (default: every input)."""
+        expression, names = single_op(self.node, literals_as_inputs=literals_as_inputs)
+        values = dict(inputs or self.inputs)
+        for i, arg in enumerate(self.node.args):
+            if arg.is_literal and literals_as_inputs:
+                values[f"a{i}"] = np.asarray(arg.literal, self.cotangent.dtype)
+        return run_engine(factory(), expression, values, wrt or names, cotangent)
+
+    def exact(
+        self, cotangent: np.ndarray, inputs: Mapping[str, np.ndarray] | None = None
+    ) -> EngineRun | None:
+        """Low precision: the builtin engine's float64 answer for the same rounded values."""
+        if not self.low_precision:
+            return None
+        upcast = {n: np.asarray(v, np.float64) for n, v in (inputs or self.inputs).items()}
+        return self.run(self.reference_factory, np.asarray(cotangent, np.float64), upcast)
+
+    def same(self, want: np.ndarray, got: np.ndarray, exact: np.ndarray | None = None) -> bool:
+        return compare(want, got, self.tolerance, exact).passed
+
+    def close(self, want: np.ndarray, got: np.ndarray, exact: np.ndarray | None = None):
+        """Elementwise: where `got` matches `want` (arrays of one shape)."""
+        return close_mask(want, got, self.tolerance, exact)
+
+
 def node_values(case: Case) -> dict[Node, np.ndarray]:
     """Every node's forward value in the case."""
     engine = BuiltinEngine()
@@ -57,53 +110,65 @@ def node_values(case: Case) -> dict[Node, np.ndarray]:
     return {node: engine.value(tensor) for node, tensor in built.items()}
 
 
-def check_nodes(case: Case, engine_factory: EngineFactory) -> list[NodeCheck]:
+def check_nodes(
+    case: Case, engine_factory: EngineFactory, reference_factory: ReferenceFactory = BuiltinEngine
+) -> list[NodeCheck]:
     values = node_values(case)
     rng = np.random.default_rng([case.seed, 0x10CA1])
-    return [
-        _check_node(case, node, values, engine_factory, rng) for node in case.expression.op_nodes
-    ]
+    checks = []
+    for node in case.expression.op_nodes:
+        assert node.op is not None
+        inputs = {f"a{i}": values[arg] for i, arg in enumerate(node.args) if not arg.is_literal}
+        check = NodeCheck(
+            node,
+            NodeResult(node.text, node.op.name, "passed"),
+            inputs,
+            single_op(node)[1],
+            rng.standard_normal(node.shape).astype(case.cotangent.dtype),
+            case.tolerance,
+            engine_factory,
+            reference_factory,
+            low_precision=case.dtype in LOW_PRECISION and not case.tolerance_given,
+            seed=case.seed,
+        )
+        _check_node(check)
+        checks.append(check)
+    return checks
 
 
-def _check_node(
-    case: Case,
-    node: Node,
-    values: dict[Node, np.ndarray],
-    engine_factory: EngineFactory,
-    rng: np.random.Generator,
-) -> NodeCheck:
-    assert node.op is not None
-    expression, names = single_op(node)
-    inputs = {f"a{i}": values[arg] for i, arg in enumerate(node.args) if not arg.is_literal}
-    dtype = case.cotangent.dtype
-    cotangent = rng.standard_normal(node.shape).astype(dtype)
-    check = NodeCheck(node, NodeResult(node.text, node.op.name, "passed"), inputs=inputs)
-    if not names:
-        return check
+def _check_node(check: NodeCheck) -> None:
+    if not check.names:
+        return
     try:
-        got = run_engine(engine_factory(), expression, inputs, names, cotangent)
+        check.got = check.run(check.engine_factory, check.cotangent)
     except Unsupported:
         check.result.status = "skipped"
-        return check
-    except EngineFailure:
+        return
+    except EngineFailure as failure:
         check.result.status = "error"
-        return check
-    if node.op.vjps:
-        want = run_engine(BuiltinEngine(), expression, inputs, names, cotangent)
+        check.failure = failure
+        return
+    if check.node.op.vjps:
+        check.want = check.run(check.reference_factory, check.cotangent)
     else:  # a user op without NumPy VJPs: finite differences judge it
-        numeric = numeric_run(expression, inputs, names, cotangent, case.tolerance, case.seed)
-        want = judged_part(numeric, got)
-    check.forward_failed = not compare(want.forward, got.forward, case.tolerance).passed
-    for name in names:
-        if name not in got.grads:
+        expression, _ = single_op(check.node)
+        numeric = numeric_run(
+            expression, check.inputs, check.names, check.cotangent, check.tolerance, check.seed
+        )
+        check.want = judged_part(numeric, check.got)
+    exact = check.exact(check.cotangent)
+    check.forward_failed = not check.same(
+        check.want.forward, check.got.forward, exact.forward if exact else None
+    )
+    for name in check.names:
+        if name not in check.got.grads:
             continue
-        comparison = compare(want.grads[name], got.grads[name], case.tolerance)
-        if not comparison.passed:
+        want, got = check.want.grads[name], check.got.grads[name]
+        pinned = exact.grads[name] if exact else None
+        if not check.same(want, got, pinned):
             arg = int(name[1:])
             check.result.args.append(arg)
-            if comparison.reference_shape == comparison.engine_shape:
-                mask = ~close_mask(want.grads[name], got.grads[name], case.tolerance)
-                check.mismatches[arg] = mask
+            if want.shape == got.shape:
+                check.mismatches[arg] = ~check.close(want, got, pinned)
     if check.forward_failed or check.result.args:
         check.result.status = "failed"
-    return check

@@ -14,13 +14,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cases.model import Tolerance, numpy_dtype
+from ..cases.model import Tolerance
 from ..comparison.compare import close_mask
 from ..ops import unbroadcast
-from ..ops.broadcast import fmt_shape
+from ..ops.broadcast import fmt_shape, sums_back
 from ..results import Hint
-
-ULPS = 16  # differences within this many units in the last place are rounding
+from .dtypes import ULPS, within_rounding
 
 
 @dataclass
@@ -31,9 +30,10 @@ class Subject:
     want: np.ndarray
     got: np.ndarray
     tolerance: Tolerance
-    dtype: str
+    dtype: str  # whose rounding the differences are judged by (the engine's, if less precise)
     others: Mapping[str, np.ndarray]  # the other inputs' reference gradients
     reduced_sizes: frozenset[int]  # sizes N of the axes that mean/sum reductions reduce
+    precision_cause: str | None = None  # why the engine computes in a lower precision
 
     def __post_init__(self) -> None:
         # Gradients arrive in the engines' own dtypes; the analyses' ratios and sums
@@ -57,8 +57,7 @@ def shape_hints(s: Subject) -> Iterator[Hint]:
     if want == got:
         return
     extra = len(got) - len(want)
-    broadcasts = extra >= 0 and all(w in (1, g) for w, g in zip(want, got[extra:], strict=True))
-    if broadcasts:
+    if sums_back(got, want):
         size1 = [i for i, d in enumerate(want) if d == 1 and got[i + extra] != 1]
         summed = unbroadcast(s.got, want)
         leading = list(range(extra))
@@ -67,7 +66,8 @@ def shape_hints(s: Subject) -> Iterator[Hint]:
                 "unbroadcast-size1",
                 f"{s.name}'s gradient has shape {fmt_shape(got)}; {s.name} has shape "
                 f"{fmt_shape(want)}: the axes {size1} where {s.name} has size 1 were not summed",
-                f"also sum over axes {size1} with keepdims=True when unbroadcasting",
+                f"also sum the axes where {s.name} has size 1 when unbroadcasting: "
+                f"`g.sum(axis={tuple(size1)}, keepdims=True)`",
                 _confidence(s, summed),
                 axes=size1,
             )
@@ -78,7 +78,9 @@ def shape_hints(s: Subject) -> Iterator[Hint]:
                 "missing-unbroadcast",
                 f"{s.name}'s gradient has the broadcast shape {fmt_shape(got)}; {s.name} has "
                 f"shape {fmt_shape(want)}",
-                f"unbroadcast: sum over the leading axes {leading}{also}",
+                f"unbroadcast: sum over the leading axes {leading}{also}: "
+                f"`g.sum(axis={tuple(leading)})`"
+                + (f", `.sum(axis={tuple(size1)}, keepdims=True)`" if kept else ""),
                 _confidence(s, summed),
                 axes=leading + kept,
             )
@@ -90,7 +92,7 @@ def shape_hints(s: Subject) -> Iterator[Hint]:
             "unbroadcast-size1",
             f"{s.name}'s gradient has shape {fmt_shape(got)}; {s.name} has shape "
             f"{fmt_shape(want)}: the size-1 axes {ones} were summed away without keepdims",
-            "sum with keepdims=True over the axes where the input had size 1",
+            f"keep the size-1 axes when summing: `g.sum(axis={tuple(ones)}, keepdims=True)`",
             "exact" if np.allclose(s.got.reshape(want), s.want) else "likely",
             axes=ones,
         )
@@ -99,7 +101,9 @@ def shape_hints(s: Subject) -> Iterator[Hint]:
         "shape-mismatch",
         f"{s.name}'s gradient has shape {fmt_shape(got)}; {s.name} has shape {fmt_shape(want)}"
         + _shape_relation(want, got),
-        "a gradient must have exactly its input's shape",
+        f"return {s.name}'s gradient in {s.name}'s own shape {fmt_shape(want)}: look at the "
+        "reshape, transpose or reduction that gave it its shape (`g.reshape(x.shape)`, "
+        "`np.sum(g, axis, keepdims=True)`)",
         "exact",
     )
 
@@ -141,28 +145,26 @@ def _nan_hint(s: Subject) -> Iterator[Hint]:
     yield Hint(
         "nan-mismatch",
         f"{s.name}: {where} ({int(np.count_nonzero(want_bad != got_bad))} elements)",
-        "look for a division by zero, log or sqrt of 0, or inf - inf in the backward pass",
+        "look for a division by zero, a log or sqrt of 0, an exp that overflows or inf - inf "
+        "in the backward pass; guard it (`np.where(x != 0, g / x, 0)`) or use the output "
+        "form (`g * y * (1 - y)` for sigmoid)",
         "exact",
     )
 
 
 def _precision_hint(s: Subject) -> Iterator[Hint]:
-    eps = float(np.finfo(numpy_dtype(s.dtype)).eps)
-    # Only where both are finite: an infinite reference would make every difference
-    # look small next to it, and a NaN/Inf pattern that differs is no rounding.
-    finite = np.isfinite(s.want) & np.isfinite(s.got)
-    if not np.array_equal(s.want[~finite], s.got[~finite], equal_nan=True):
+    rounding, worst = within_rounding(s.want, s.got, s.dtype)
+    if not rounding:
         return
-    scale = max(float(np.max(np.abs(s.want[finite]), initial=0.0)), 1.0)
-    worst = float(np.max(np.abs(s.got[finite] - s.want[finite]), initial=0.0))
-    if worst <= ULPS * eps * scale:
-        yield Hint(
-            "precision",
-            f"{s.name}: every difference is within {ULPS} ulps of {s.dtype} "
-            f"(max abs diff {worst:.3g}): rounding, not a bug",
-            "loosen the tolerance (tolerance: {rtol:, atol:}) or compute in float64",
-            "likely",
-        )
+    if s.precision_cause:
+        message = f"{s.name}: every difference is within {ULPS} ulps of {s.dtype} "
+        message += f"(max abs diff {worst:.3g}): {s.precision_cause}"
+        fix = s.precision_cause.split("; ", 1)[-1]
+    else:
+        message = f"{s.name}: every difference is within {ULPS} ulps of {s.dtype} "
+        message += f"(max abs diff {worst:.3g}): rounding, not a bug"
+        fix = "loosen the tolerance (`tolerance: {rtol: 1e-5, atol: 1e-8}`) or compute in float64"
+    yield Hint("precision", message, fix, "likely")
 
 
 def _zero_hint(s: Subject) -> Iterator[Hint]:
@@ -175,7 +177,8 @@ def _zero_hint(s: Subject) -> Iterator[Hint]:
         f"{s.name}'s gradient is zero "
         + ("everywhere" if everywhere else f"at {int(zeros.sum())} of {zeros.size} elements")
         + " where the reference is not: the gradient was not propagated",
-        f"check that the backward pass reaches {s.name} and that its contributions are kept",
+        f"make the backward pass reach {s.name} and keep its contributions "
+        "(`grad[x] = grad[x] + share`; no `detach`, no constant where a leaf belongs)",
         "exact" if everywhere else "possible",
     )
 
@@ -193,21 +196,23 @@ def _scale_hint(s: Subject) -> Iterator[Hint]:
         yield Hint(
             "sign-flip",
             f"{s.name}'s gradient is the negated reference",
-            "look for a sign error in a VJP (sub's second argument, div's denominator, neg)",
+            "look for a sign error in a VJP: `-g` for b in a - b, `-g * a / b**2` for div's "
+            "denominator, `-g * np.sin(x)` for cos",
             "exact",
             factor=-1.0,
         )
         return
     yield Hint(
         "scaled",
-        f"{s.name}'s gradient is {_nice(factor)} × the reference{_scale_reason(s, factor)}",
+        f"{s.name}'s gradient is {nice(factor)} × the reference{_scale_reason(s, factor)}",
         _scale_fix(s, factor),
         "exact",
-        factor=_nice(factor),
+        factor=nice(factor),
     )
 
 
-def _nice(factor: float) -> float:
+def nice(factor: float) -> float:
+    """A factor as the integer or 1/integer it is close to, else rounded."""
     for candidate in (round(factor), 1 / round(1 / factor) if abs(factor) < 1 else None):
         if candidate and math.isclose(factor, candidate, rel_tol=1e-6):
             return float(candidate)
@@ -234,13 +239,18 @@ def _scale_reason(s: Subject, factor: float) -> str:
 
 def _scale_fix(s: Subject, factor: float) -> str:
     if math.isclose(factor, 2.0, rel_tol=1e-6):
-        return "a contribution is added twice: check fan-out accumulation and repeated arguments"
+        return (
+            "a contribution is added twice: accumulate each consumer's share once "
+            "(`grad[x] = grad[x] + share`), also when an op takes the same value twice"
+        )
     if _reduction_size(s, factor) is not None:
         return (
-            "mean's VJP must divide by N, the number of elements each mean averages; sum's must not"
+            "mean's VJP divides by N, the number of elements each mean averages "
+            "(`np.broadcast_to(g.reshape(kept_shape), x.shape) / n`); sum's does not"
         )
     return (
-        f"find the constant factor {_nice(factor)} in the VJPs this input's gradient passes through"
+        f"find the constant factor {nice(factor)} in the VJPs this input's gradient passes "
+        f"through (`gradcheck ops` lists each op's rule)"
     )
 
 
@@ -252,8 +262,8 @@ def _transpose_hints(s: Subject) -> Iterator[Hint]:
             yield Hint(
                 "transposed",
                 f"{s.name}'s gradient is the reference with axes {i} and {j} swapped",
-                "transpose the gradient back; for a batched matmul swap only the last two "
-                "axes (matrix_transpose), never all of them",
+                f"transpose the gradient back (`np.swapaxes(g, {i}, {j})`); for a batched "
+                "matmul swap only the last two axes (`np.swapaxes(b, -1, -2)`), never all of them",
                 "exact",
                 axes=[i, j],
             )
@@ -262,7 +272,8 @@ def _transpose_hints(s: Subject) -> Iterator[Hint]:
         yield Hint(
             "transposed",
             f"{s.name}'s gradient is the reference with every axis reversed",
-            "a full transpose reverses all axes: swap only the two you mean",
+            "a full transpose reverses all axes: swap only the two you mean "
+            "(`np.swapaxes(t, -1, -2)`, `tf.linalg.matrix_transpose(t)`)",
             "exact",
             axes=list(reversed(range(s.want.ndim))),
         )
@@ -275,7 +286,8 @@ def _swapped_hint(s: Subject) -> Iterator[Hint]:
                 "swapped-gradients",
                 f"{s.name}'s gradient equals the reference gradient of {other}",
                 f"the gradients of {s.name} and {other} are returned in the wrong order "
-                "or computed from the wrong argument",
+                "or computed from the wrong argument: `grad` returns one array per wrt node, "
+                "in wrt's order (`[grads[n] for n in wrt]`)",
                 "exact",
             )
 

@@ -4,6 +4,9 @@ The forward pass records a `Tensor` per op application. The backward pass visits
 tensors in reverse topological order (found iteratively, so depth is no limit), asks
 each op's VJP for each argument's share of the gradient, sums it back to the
 argument's shape with `unbroadcast`, and accumulates shares where a value fans out.
+Every value and every share is rounded to the case's dtype, op by op, as TensorFlow
+rounds: NumPy computes some ops on float16/bfloat16 in float32 and would otherwise keep
+a precision the case did not ask for.
 
 `vjp_rule`, `reduce_to_shape`, `vjp`, `accumulate` and `backward` are the seams the fault
 catalogue overrides in subclasses; the correct path below never branches on a fault.
@@ -11,12 +14,14 @@ catalogue overrides in subclasses; the correct path below never branches on a fa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from ..ops import Op, unbroadcast
+from ..ops.conventions import convention_rules
 from ..ops.registry import VJP
 from .protocol import with_op_methods
 
@@ -67,7 +72,18 @@ def topological_order(output: Tensor) -> list[Tensor]:
 
 @with_op_methods
 class BuiltinEngine:
+    """`conventions` (SPEC §4): subgradients to take at kinks and ties instead of
+    TensorFlow's, e.g. {"maximum": "split"} (ops/conventions.py has the choices)."""
+
     name = "builtin"
+    # Class-level defaults too: a subclass need not call __init__.
+    conventions: Mapping[str, str] = MappingProxyType({})
+    _rules: Mapping[tuple[str, int], VJP] = MappingProxyType({})
+
+    def __init__(self, conventions: Mapping[str, str] | None = None) -> None:
+        if conventions:
+            self.conventions = dict(conventions)
+            self._rules = convention_rules(self.conventions)
 
     def leaf(self, name: str, value: Any) -> Tensor:
         return Tensor(np.array(value), requires_grad=True, name=name)
@@ -85,7 +101,8 @@ class BuiltinEngine:
             raise NotImplementedError(f"{op.name} declares no NumPy VJPs ({op.origin})")
         with np.errstate(all="ignore"):  # inf and nan are results to compare, not warnings
             out = op.forward(values, **attrs) if op.variadic else op.forward(*values, **attrs)
-        return Tensor(np.asarray(out), op, args, attrs, requires_grad)
+        dtype = np.result_type(*values)
+        return Tensor(np.asarray(out).astype(dtype, copy=False), op, args, attrs, requires_grad)
 
     # -- backward -------------------------------------------------------------------------
     def grad(self, output: Tensor, wrt: Sequence[Tensor], cotangent: Any) -> list[np.ndarray]:
@@ -111,12 +128,14 @@ class BuiltinEngine:
         rule = self.vjp_rule(op, i)
         with np.errstate(all="ignore"):
             if op.variadic:
-                return rule(g, tensor.value, values, i, **tensor.attrs)
-            return rule(g, tensor.value, *values, **tensor.attrs)
+                share = rule(g, tensor.value, values, i, **tensor.attrs)
+            else:
+                share = rule(g, tensor.value, *values, **tensor.attrs)
+        return np.asarray(share).astype(g.dtype, copy=False)
 
     # -- seams for the fault catalogue -------------------------------------------------------
     def vjp_rule(self, op: Op, i: int) -> VJP:
-        return op.vjps[0] if op.variadic else op.vjps[i]
+        return self._rules.get((op.name, i)) or (op.vjps[0] if op.variadic else op.vjps[i])
 
     def reduce_to_shape(self, op: Op, share: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
         return unbroadcast(share, shape)

@@ -22,6 +22,7 @@ from .protocol import is_functional
 _PACKAGE_DIR = str(Path(__file__).resolve().parents[1]) + os.sep
 TRACEBACK_FRAMES = 4
 _NUMPY_FLOATS = (np.float16, np.float32, np.float64)
+_FLOAT_NAMES = ("float16", "bfloat16", "float32", "float64")
 
 
 class Unsupported(Exception):
@@ -32,10 +33,13 @@ class Unsupported(Exception):
 class EngineFailure(Exception):
     """The engine raised, or returned something that is not the gradient asked for."""
 
-    def __init__(self, message: str, traceback_tail: str | None = None) -> None:
+    def __init__(
+        self, message: str, traceback_tail: str | None = None, what: str | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.traceback_tail = traceback_tail
+        self.what = what  # the call that raised: "grad", "value", a node's text ...
 
 
 @dataclass
@@ -49,6 +53,11 @@ class EngineRun:
     untrusted: dict[str, np.ndarray] = field(default_factory=dict)
     slack: dict[str, float] = field(default_factory=dict)
     doubts: list[Hint] = field(default_factory=list)  # `reference-disagreement` (--reference both)
+    # What the engine handed back, before conversion: the least precise float dtype
+    # among its results ("float32", "bfloat16"), and the library its arrays came from
+    # ("numpy", "tensorflow", "torch", ...). The diagnosis reads both.
+    dtype: str | None = None
+    array_module: str | None = None
 
 
 def missing_ops(engine: Any, expression: Expression, scalar_only: bool = False) -> list[str]:
@@ -90,8 +99,9 @@ def run_engine(
         engine, expression, inputs, _differentiable_inputs(expression, wrt), dtype
     )
     output = built[expression.output]
-    forward = as_array(call_engine("value", engine.value, output), "value(output)")
-    run = EngineRun(forward, {})
+    raw = call_engine("value", engine.value, output)
+    run = EngineRun(as_array(raw, "value(output)"), {})
+    returned = [raw]
     target, seed = output, cotangent
     if scalar_only:  # SPEC §4: the engine differentiates sum(output * cotangent) itself
         target, seed = scalar_loss(engine, output, cotangent), np.ones((), dtype)
@@ -99,7 +109,9 @@ def run_engine(
     def ask(names: Sequence[str]) -> dict[str, np.ndarray]:
         nodes = [built[expression.lookup(n)] for n in names]
         result = call_engine("grad", engine.grad, target, nodes, seed.copy())
-        return check_grads(result, names)
+        grads = check_grads(result, names)
+        returned.extend(result)
+        return grads
 
     try:
         run.grads = ask(wrt)
@@ -115,7 +127,33 @@ def run_engine(
         )
     if ask_twice:
         run.grads_again = ask(wrt)
+    return record_returned(run, returned)
+
+
+def record_returned(run: EngineRun, returned: Sequence[Any]) -> EngineRun:
+    """`run` with what the engine handed back noted: the least precise float dtype among
+    `returned` (its forward value first, then its gradients) and the forward's library."""
+    run.dtype = least_precise_dtype(returned)
+    run.array_module = type(returned[0]).__module__.split(".")[0] or None
     return run
+
+
+def least_precise_dtype(values: Sequence[Any]) -> str | None:
+    """The name of the float dtype with the largest epsilon among `values`, if any is a float."""
+    import ml_dtypes
+
+    floats = {d for d in map(_numpy_dtype, values) if d is not None and d.name in _FLOAT_NAMES}
+    return max(floats, key=lambda d: ml_dtypes.finfo(d).eps).name if floats else None
+
+
+def _numpy_dtype(value: Any) -> np.dtype | None:
+    dtype = getattr(value, "dtype", None)
+    if isinstance(dtype, np.dtype):
+        return dtype
+    try:  # a framework's tensor (its dtype is its own object): NumPy's view of it
+        return np.asarray(value).dtype
+    except Exception:
+        return None
 
 
 def _differentiable_inputs(expression: Expression, wrt: Sequence[str]) -> set[str]:
@@ -199,7 +237,8 @@ def call_engine(what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) ->
     try:
         return fn(*args, **kwargs)
     except Exception as e:
-        raise EngineFailure(f"{what} raised {type(e).__name__}: {e}", traceback_tail(e)) from e
+        message = f"{what} raised {type(e).__name__}: {e}"
+        raise EngineFailure(message, traceback_tail(e), what) from e
 
 
 def traceback_tail(error: BaseException, frames: int = TRACEBACK_FRAMES) -> str:

@@ -20,7 +20,15 @@ from typing import Any
 import numpy as np
 
 from ..expression import Expression, Node
-from .driver import EngineRun, as_array, build_expression, call_engine, check_grads, scalar_loss
+from .driver import (
+    EngineRun,
+    as_array,
+    build_expression,
+    call_engine,
+    check_grads,
+    record_returned,
+    scalar_loss,
+)
 
 
 def run_functional(
@@ -35,7 +43,8 @@ def run_functional(
     dtype = cotangent.dtype
     built = build_expression(engine, expression, inputs, set(), dtype)
     value = getattr(engine, "value", None) or np.asarray
-    forward = as_array(call_engine("value", value, built[expression.output]), "value(output)")
+    raw = call_engine("value", value, built[expression.output])
+    forward, returned = as_array(raw, "value(output)"), [raw]
     scalar_only = bool(getattr(engine, "scalar_only", False))
     seed = np.ones((), dtype) if scalar_only else cotangent
 
@@ -59,12 +68,13 @@ def run_functional(
             copies = [p.copy() for p in primals]  # the engine may write into what it is given
             result = call_engine("vjp", engine.vjp, fn, copies, seed.copy())
             grads.update(check_grads(result, names, "vjp"))
+            returned.extend(result)
         return {name: grads[name] for name in wrt}
 
     run = EngineRun(forward, ask())
     if ask_twice:
         run.grads_again = ask()
-    return run
+    return record_returned(run, returned)
 
 
 def _function(

@@ -22,6 +22,13 @@ def broadcast_shapes(*shapes: Shape) -> Shape:
         raise ShapeError(f"shapes {listed} do not broadcast") from None
 
 
+def sums_back(source: Shape, target: Shape) -> bool:
+    """Could an array of shape `target` broadcast to `source`, so that `unbroadcast`
+    sums a gradient of shape `source` back to it?"""
+    extra = len(source) - len(target)
+    return extra >= 0 and all(t in (1, s) for t, s in zip(target, source[extra:], strict=True))
+
+
 def unbroadcast(g: np.ndarray, shape: Shape) -> np.ndarray:
     """Sum a gradient in a broadcast shape back to an argument's `shape`.
 

@@ -121,7 +121,7 @@ binary(
     lambda g, ans, a, b: g * ans * _safe_log(a),
     lambda tf, a, b: tf.pow(a, b), "tf.pow",
     "a ** b; the exponent's gradient is taken as 0 where a <= 0, as TensorFlow does",
-    operator="**",
+    operator="**", kink="base",
     rules=("g * b * a**(b - 1)", "g * a**b * np.log(np.where(a > 0, a, 1))"),
     tf_rules=("g * b * a**(b - 1)", "g * a**b * tf.math.log(tf.where(a > 0, a, tf.ones_like(a)))"),
 )

@@ -64,8 +64,9 @@ class Op:
     attrs: Mapping[str, Any] = field(default_factory=dict)
     operator: str | None = None
     variadic: bool = False
-    # Which diagnosis family the op belongs to: "kink" ops have points where
-    # TensorFlow picks a subgradient, and the diagnosis says which convention.
+    # Where the op has points at which TensorFlow picks a subgradient (the diagnosis
+    # says which convention; ops/conventions.py has the others): "zero" (relu, abs at
+    # 0), "tie" (maximum, minimum, max, min), "base" (pow's exponent where a <= 0).
     kink: str | None = None
     origin: str | None = None
     rules: tuple[str, ...] = ()  # each VJP as NumPy text (see the module docstring)

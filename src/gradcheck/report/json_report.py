@@ -48,6 +48,7 @@ def _case(case: CaseResult, verbose: bool) -> dict[str, Any]:
         "message": case.message,
         "tags": list(case.tags),
         "reference": case.reference,
+        "engine_dtype": case.engine_dtype,
         "forward": _comparison(case.forward, verbose) if case.forward else None,
         "inputs": [_input(result, verbose) for result in case.inputs],
         "nodes": [_node(node) for node in case.nodes],

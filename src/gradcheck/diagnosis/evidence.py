@@ -1,0 +1,35 @@
+"""What the diagnosis of one failing case starts from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..cases.model import Case
+from ..engines.builtin import BuiltinEngine
+from ..engines.driver import EngineFailure, EngineRun
+from ..engines.protocol import EngineFactory
+from ..results import CaseResult
+from . import idiom
+
+
+@dataclass
+class Evidence:
+    """Everything known about one failing case."""
+
+    case: Case
+    reference: EngineRun
+    engine: EngineRun | None  # None when the engine raised: `failure` says what
+    result: CaseResult
+    engine_factory: EngineFactory
+    stale: list[str] = field(default_factory=list)
+    failure: EngineFailure | None = None
+    conventions: dict[str, str] = field(default_factory=dict)  # declared by the adapter
+
+    def builtin(self) -> BuiltinEngine:
+        """The builtin engine that stands for the right answer: TensorFlow's conventions,
+        except those the adapter declares."""
+        return BuiltinEngine(self.conventions)
+
+    @property
+    def spelling(self) -> str:
+        return idiom.spelling(idiom.frameworks(self.engine_factory, self.engine))

@@ -1,0 +1,354 @@
+"""Mechanism probes: what is wrong with the VJP of a node that fails alone (SPEC §6.1).
+
+The engine's rule for the node is run again on controlled cotangents and compared with
+the right VJP (the builtin engine's): a second random cotangent (does the answer move
+with it?), their combination (is it linear?), then what relates the two answers
+(zero, the cotangent itself, a factor, swapped axes, a shape), where the NaNs are, and
+every catalogue variant of the op run on the node alone. Only when none fits is the
+mechanism `formula`, with the right and the wrong number at the worst element. Probe,
+don't guess: each mechanism below is something the engine was seen to do.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from ..cases.model import machine_epsilon
+from ..engines.driver import EngineFailure, EngineRun, Unsupported
+from ..ops import unbroadcast
+from ..ops.broadcast import fmt_shape, sums_back
+from ..results import Confidence, Hint
+from . import idiom
+from .faults import CATALOGUE, Fault
+from .faulty import FaultyEngine
+from .localise import NodeCheck
+from .patterns import nice as nice_factor
+from .regions import describe
+
+# Coefficients of the linearity probe: vjp(A*g1 + B*g2) must be A*vjp(g1) + B*vjp(g2).
+A, B = 0.75, -1.5
+
+
+@dataclass
+class Finding:
+    """A mechanism, and the words that go with it."""
+
+    mechanism: str
+    says: str  # completes "<op>'s VJP for argument <i> (<x>) ..."
+    fix: str  # how to mend it, before the correct rule is given
+    confidence: Confidence = "exact"
+    region: str | None = None
+    factor: float | None = None
+    axes: list[int] | None = None
+
+
+@dataclass
+class Prober:
+    """The probes of one failing node; each extra engine run is made once, when needed."""
+
+    check: NodeCheck
+    conventions: dict[str, str] = field(default_factory=dict)
+
+    @cached_property
+    def second(self) -> tuple[np.ndarray, EngineRun, EngineRun] | None:
+        """Another random cotangent, and what the engine and the reference make of it."""
+        rng = np.random.default_rng([len(self.check.node.text), 0x5EC0])
+        g2 = rng.standard_normal(self.check.cotangent.shape).astype(self.check.cotangent.dtype)
+        got = self._engine(g2)
+        return None if got is None else (g2, got, self.check.run(self.check.reference_factory, g2))
+
+    @cached_property
+    def combined(self) -> EngineRun | None:
+        """The engine on A*g1 + B*g2."""
+        if self.second is None:
+            return None
+        g3 = (A * self.check.cotangent + B * self.second[0]).astype(self.check.cotangent.dtype)
+        return self._engine(g3)
+
+    @cached_property
+    def fingerprints(self) -> dict[int, list[Fault]]:
+        """For each argument: the catalogue faults of the node's op that reproduce the
+        engine's VJP of the node alone, on both cotangents."""
+        check, op = self.check, self.check.node.op
+        assert op is not None and check.got is not None and check.want is not None
+        found: dict[int, list[Fault]] = {}
+        for fault in CATALOGUE:
+            if fault.driver is not None or op.name not in fault.ops:
+                continue
+            runs = [(check.cotangent, check.got)]
+            if self.second is not None:
+                runs.append(self.second[:2])
+            faulty = [
+                self._reference(lambda f=fault: FaultyEngine(f, self.conventions), g)
+                for g, _ in runs
+            ]
+            for name in check.names:
+                arg = int(name[1:])
+                if all(
+                    run is not None
+                    and check.same(run.grads[name], got.grads[name])
+                    and not check.same(run.grads[name], check.want.grads[name])
+                    for run, (_, got) in zip(faulty, runs, strict=True)
+                ):
+                    found.setdefault(arg, []).append(fault)
+        return found
+
+    def _engine(self, cotangent: np.ndarray) -> EngineRun | None:
+        try:
+            return self.check.run(self.check.engine_factory, cotangent)
+        except (EngineFailure, Unsupported):
+            return None
+
+    def _reference(self, factory, cotangent: np.ndarray) -> EngineRun | None:
+        try:
+            return self.check.run(factory, cotangent)
+        except EngineFailure:  # a fault that does not apply to these shapes
+            return None
+
+    # -- the probes, in order: the first that fits is the mechanism ----------------------
+    def find(self, arg: int) -> Finding:
+        check = self.check
+        assert check.want is not None and check.got is not None
+        name = f"a{arg}"
+        want, got = check.want.grads[name], check.got.grads[name]
+        for probe in (
+            self._fingerprint,
+            self._shape,
+            self._nan_region,
+            self._ignores_upstream,
+            self._not_linear,
+            self._zero,
+            self._identity,
+            self._scaled,
+            self._transposed,
+        ):
+            finding = probe(arg, want, got)
+            if finding is not None:
+                return finding
+        return self._formula(want, got)
+
+    def _fingerprint(self, arg: int, want: np.ndarray, got: np.ndarray) -> Finding | None:
+        faults = self.fingerprints.get(arg)
+        if not faults:
+            return None
+        fault = faults[0]
+        return Finding(
+            fault.code,
+            f"is the catalogue's {fault.name}: {fault.summary}",
+            fault.fix,
+        )
+
+    def _shape(self, arg: int, want: np.ndarray, got: np.ndarray) -> Finding | None:
+        if want.shape == got.shape:
+            return None
+        shapes = f"shape {fmt_shape(got.shape)}, not the argument's {fmt_shape(want.shape)}"
+        lead = "return the gradient in the argument's own shape"
+        if sums_back(got.shape, want.shape) and self.check.same(want, unbroadcast(got, want.shape)):
+            extra = got.ndim - want.ndim
+            if extra > 0 and all(d == 1 for d in got.shape[:extra]):
+                what = (
+                    f"has {extra} extra leading size-1 axes (summed with keepdims, never dropped)"
+                )
+                how = f"drop them (reshape to {fmt_shape(want.shape)})"
+            else:
+                what = "has the broadcast shape: it was never summed back (unbroadcast missing)"
+                how = "sum over the axes broadcasting added, and with keepdims=True over the "
+                how += "axes where the argument has size 1"
+            return Finding(
+                "shape", f"gives the right values in {shapes}: it {what}", f"{lead}: {how}"
+            )
+        if got.size == want.size and self.check.same(want, got.reshape(want.shape)):
+            squeeze = tuple(d for d in got.shape if d != 1) == tuple(
+                d for d in want.shape if d != 1
+            )
+            if squeeze and got.ndim > want.ndim:
+                what = "keeps size-1 axes the argument does not have (keepdims left in)"
+            elif squeeze:
+                what = "lost the argument's size-1 axes (summed without keepdims)"
+            else:
+                what = "holds the right elements in the wrong layout (a missing reshape)"
+            return Finding(
+                "shape",
+                f"gives the right values in {shapes}: it {what}",
+                f"{lead}: reshape it to {fmt_shape(want.shape)}",
+            )
+        return Finding(
+            "shape",
+            f"gives {shapes}, and its values do not match after reshaping either",
+            lead,
+            "likely",
+        )
+
+    def _nan_region(self, arg: int, want: np.ndarray, got: np.ndarray) -> Finding | None:
+        bad = ~np.isfinite(got) & np.isfinite(want)
+        if not bad.any() or not (self.check.close(want, got) | bad).all():
+            return None
+        check = self.check
+        region = describe(bad, check.node, check.inputs, check.want.forward if check.want else None)
+        return Finding(
+            "nan-region",
+            f"gives NaN/Inf where {region}, where the right VJP is finite (and is right elsewhere)",
+            f"compute the derivative without dividing by zero or overflowing where {region}",
+            region=region,
+        )
+
+    def _ignores_upstream(self, arg: int, want: np.ndarray, got: np.ndarray) -> Finding | None:
+        if self.second is None:
+            return None
+        _, got2, want2 = self.second
+        name = f"a{arg}"
+        if name not in got2.grads or got2.grads[name].shape != got.shape:
+            return None
+        if self.check.same(got, got2.grads[name]) and not self.check.same(want, want2.grads[name]):
+            return Finding(
+                "ignores-upstream",
+                "ignores its upstream gradient: two different cotangents give the same answer",
+                "multiply the local derivative by the upstream gradient g (the chain rule)",
+            )
+        return None
+
+    def _not_linear(self, arg: int, want: np.ndarray, got: np.ndarray) -> Finding | None:
+        if self.combined is None or self.second is None:
+            return None
+        name = f"a{arg}"
+        got2, got3 = self.second[1].grads.get(name), self.combined.grads.get(name)
+        if got2 is None or got3 is None or got3.shape != got.shape:
+            return None
+        parts = [A * got.astype(np.float64), B * got2.astype(np.float64)]
+        if not all(np.isfinite(p).all() for p in parts):
+            return None
+        eps = machine_epsilon(got.dtype) if got.dtype.kind == "f" else 0.0
+        rtol = max(self.check.tolerance.rtol, 64 * eps)
+        bound = self.check.tolerance.atol + rtol * (np.abs(parts[0]) + np.abs(parts[1]))
+        if np.all(np.abs(got3 - (parts[0] + parts[1])) <= bound):
+            return None
+        return Finding(
+            "not-linear",
+            f"is not linear in its cotangent: vjp({A:g}*g1 {B:+g}*g2) differs from "
+            f"{A:g}*vjp(g1) {B:+g}*vjp(g2)",
+            "a VJP multiplies g by the local derivative; it never squares, clips, "
+            "thresholds or adds to g",
+        )
+
+    def _zero(self, arg: int, want: np.ndarray, got: np.ndarray) -> Finding | None:
+        wrong = ~self.check.close(want, got)
+        zeros = (got == 0) & (want != 0)
+        if not wrong.any() or (wrong & ~zeros).any():
+            return None
+        if not got.any():
+            return Finding(
+                "zero",
+                "is zero everywhere: the gradient is not propagated to this argument",
+                "propagate the gradient: do not detach, drop or overwrite it with zeros",
+            )
+        region = describe(wrong, self.check.node, self.check.inputs)
+        return Finding(
+            "zero",
+            f"is zero where {region}, where the right VJP is not (and is right elsewhere)",
+            f"propagate the gradient where {region} too",
+            region=region,
+        )
+
+    def _identity(self, arg: int, want: np.ndarray, got: np.ndarray) -> Finding | None:
+        g = self.check.cotangent
+        if sums_back(g.shape, got.shape):
+            g = unbroadcast(g, got.shape)
+        if g.shape != got.shape or not self.check.same(g, got):
+            return None
+        return Finding(
+            "identity",
+            "returns its cotangent g unchanged, as if the op were the identity",
+            "multiply g by the op's local derivative",
+        )
+
+    def _scaled(self, arg: int, want: np.ndarray, got: np.ndarray) -> Finding | None:
+        want64, got64 = want.astype(np.float64), got.astype(np.float64)
+        norm = float(np.vdot(want64, want64))
+        if norm == 0 or not np.isfinite(norm):
+            return None
+        factor = float(np.vdot(want64, got64)) / norm
+        if (
+            not np.isfinite(factor)
+            or abs(factor) < 1e-12
+            or math.isclose(factor, 1.0, rel_tol=1e-6)
+        ):
+            return None
+        if not self.check.same(factor * want64, got64):
+            return None
+        if math.isclose(factor, -1.0, rel_tol=1e-6):
+            return Finding(
+                "sign-flip",
+                "has the wrong sign: it is minus the right VJP",
+                "negate it",
+                factor=-1.0,
+            )
+        nice = nice_factor(factor)
+        return Finding(
+            "scaled",
+            f"is {nice:g} times the right VJP",
+            f"remove the factor {nice:g}",
+            factor=nice,
+        )
+
+    def _transposed(self, arg: int, want: np.ndarray, got: np.ndarray) -> Finding | None:
+        if want.ndim < 2:
+            return None
+        for i, j in itertools.combinations(range(want.ndim), 2):
+            if want.shape[i] == want.shape[j] and self.check.same(np.swapaxes(want, i, j), got):
+                return Finding(
+                    "transposed",
+                    f"is the right VJP with axes {i} and {j} swapped",
+                    f"swap axes {i} and {j} back (for a batched matmul: only the last two)",
+                    axes=[i, j],
+                )
+        if want.ndim > 2 and self.check.same(np.transpose(want), got):
+            return Finding(
+                "transposed",
+                "is the right VJP with every axis reversed (a transpose without perm)",
+                "swap only the two axes you mean: np.swapaxes(t, -1, -2)",
+                axes=list(reversed(range(want.ndim))),
+            )
+        return None
+
+    def _formula(self, want: np.ndarray, got: np.ndarray) -> Finding:
+        with np.errstate(invalid="ignore"):
+            diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
+        diff = np.where(np.isnan(diff), np.inf, diff)
+        index = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), want.shape))
+        return Finding(
+            "formula",
+            f"computes the wrong formula: at index {index} it gives {_num(got[index])} "
+            f"where {_num(want[index])} is right",
+            "compute the derivative the rule below gives",
+            "likely",
+        )
+
+
+def op_vjp_hint(check: NodeCheck, arg: int, finding: Finding, spell: str) -> Hint:
+    node, op = check.node, check.node.op
+    assert op is not None
+    param = idiom.param(op, arg)
+    rule = idiom.rule(op, arg, spell) if op.rule(arg) else None
+    fix = finding.fix + (f"; {op.name}'s VJP for {param} is {rule}" if rule else "")
+    return Hint(
+        "op-vjp",
+        f"{node.text}: {op.name}'s VJP for argument {arg} ({node.args[arg].text}) {finding.says}",
+        fix,
+        finding.confidence,
+        op=op.name,
+        node=node.text,
+        arg=arg,
+        mechanism=finding.mechanism,
+        region=finding.region,
+        factor=finding.factor,
+        axes=finding.axes,
+    )
+
+
+def _num(value: object) -> str:
+    return f"{float(value):.6g}"
