@@ -11,8 +11,10 @@ no hint at all:
 Every `Bug` is a small subclass of one of them with exactly one planted bug (its
 docstring says which), the corpus case that shows it, and the hint gradcheck must put
 first for that case: `fault:<name>` for the faults of gradcheck's catalogue, and for
-the others the localisation (`op-vjp` with the op and argument), `stale-gradients` or
-`forward-mismatch`. Paths are relative to the repository root, so every entry is also
+the others the localisation (`op-vjp` with the op, the argument and the mechanism the
+probes find, SPEC §6.1; `kink` with the convention an engine follows at a tie),
+`stale-gradients` or `forward-mismatch`. A bug that makes the engine raise is an
+`error` case whose top hint localises the error. Paths are relative to the repository root, so every entry is also
 a command line::
 
     gradcheck run tests/corpus/cases/elementwise.yaml -k mul_plus_other \\
@@ -36,8 +38,10 @@ class Bug:
     cases: str  # a case file, relative to the repository root
     k: str | None  # `-k` filter selecting the one case of `cases` that shows the bug
     hint: str  # the code of the top hint: "fault:mul.self", "op-vjp", ...
-    op: str | None = None  # for op-vjp: the op gradcheck must name ...
-    arg: int | None = None  # ... and the argument
+    op: str | None = None  # for op-vjp / kink: the op gradcheck must name ...
+    arg: int | None = None  # ... the argument ...
+    mechanism: str | None = None  # ... and what is wrong with its rule (SPEC §6.1)
+    status: str = "failed"  # "error" for a bug that makes the engine raise
 
     @property
     def base(self) -> str:
@@ -117,11 +121,122 @@ BUGS: list[Bug] = [
         "fault:backprop.traversal-order"),
     Bug(f"{_TAPE}:NoUpstream", f"{CASES}/backprop.yaml", "chain_sin_times",
         "fault:backprop.no-upstream"),
-    # -- bugs the catalogue does not know: localisation and the other checks ---------
-    Bug(f"{_TFOP}:MatmulWrongOrder", f"{CASES}/matmul.yaml", "square_2d",
-        "op-vjp", op="matmul", arg=0),
+    # -- catalogue faults added with the mechanism probes, public bug classes -------
+    Bug(f"{_TAPE}:BroadcastLeadingKept", f"{CASES}/broadcast.yaml", "size1_and_leading",
+        "fault:broadcast.leading-kept"),
+    Bug(f"{_TAPE}:PowDividesByBase", f"{CASES}/elementwise.yaml", "power_through_zero",
+        "fault:pow.divides-by-base"),
+    Bug(f"{_TAPE}:MaximumMaskOnly", f"{CASES}/elementwise.yaml", "maximum_times_other",
+        "fault:maximum.mask-only"),
+    Bug(f"{_TAPE}:MeanFirstAxis", f"{CASES}/reductions.yaml", "center_last_axis",
+        "fault:mean.first-axis"),
+    Bug(f"{_TAPE}:GetitemSliceShape", f"{CASES}/shapes.yaml", "row_slice",
+        "fault:getitem.slice-shape"),
+    Bug(f"{_TAPE}:ConcatFirstAxis", f"{CASES}/shapes.yaml", "concat_columns",
+        "fault:concat.first-axis"),
+    Bug(f"{_CLOSURE}:DivNumeratorSelf", f"{CASES}/elementwise.yaml",
+        "quotient_plus_denominator", "fault:div.numerator-self"),
+    Bug(f"{_CLOSURE}:PowPowerRuleExponent", f"{CASES}/elementwise.yaml", "power_positive_base",
+        "fault:pow.power-rule-exponent"),
+    Bug(f"{_CLOSURE}:MaximumInverted", f"{CASES}/elementwise.yaml", "maximum_times_other",
+        "fault:maximum.inverted"),
+    Bug(f"{_CLOSURE}:CosSign", f"{CASES}/elementwise.yaml", "cos_times_other",
+        "fault:cos.sign"),
+    Bug(f"{_CLOSURE}:ReluGradientMask", f"{CASES}/elementwise.yaml", "relu_times_other",
+        "fault:relu.gradient-mask"),
+    Bug(f"{_CLOSURE}:SoftmaxPassThrough", f"{CASES}/nn.yaml", "rowwise_softmax",
+        "fault:softmax.pass-through"),
+    Bug(f"{_TFOP}:MaxMaskOnly", f"{CASES}/reductions.yaml", "row_max_times_other",
+        "fault:max.mask-only"),
+    Bug(f"{_TFOP}:LogSoftmaxDotOutput", f"{CASES}/nn.yaml", "rowwise_log_softmax",
+        "fault:log_softmax.dot-output"),
+    Bug(f"{_TFOP}:ReshapeNotReshaped", f"{CASES}/shapes.yaml", "reshape_times_other",
+        "fault:reshape.no-reshape"),
+    Bug(f"{_TFOP}:MatmulUntransposed", f"{CASES}/matmul.yaml", "square_2d",
+        "fault:matmul.untransposed"),
+    # -- mechanisms (SPEC §6.1) of bugs the catalogue does not know, in three styles -
+    Bug(f"{_TAPE}:TanhIgnoresUpstream", f"{CASES}/mechanisms.yaml", "tanh_times_other",
+        "op-vjp", op="tanh", arg=0, mechanism="ignores-upstream"),
+    Bug(f"{_CLOSURE}:SigmoidIgnoresUpstream", f"{CASES}/mechanisms.yaml",
+        "sigmoid_times_other", "op-vjp", op="sigmoid", arg=0, mechanism="ignores-upstream"),
     Bug(f"{_TFOP}:ExpIgnoresUpstream", f"{CASES}/elementwise.yaml", "exp_times_other",
-        "op-vjp", op="exp", arg=0),
+        "op-vjp", op="exp", arg=0, mechanism="ignores-upstream"),
+    Bug(f"{_TAPE}:TanhClipsGradient", f"{CASES}/mechanisms.yaml", "tanh_times_other",
+        "op-vjp", op="tanh", arg=0, mechanism="not-linear"),
+    Bug(f"{_CLOSURE}:SinAbsGradient", f"{CASES}/mechanisms.yaml", "sin_times_other",
+        "op-vjp", op="sin", arg=0, mechanism="not-linear"),
+    Bug(f"{_TFOP}:ExpClipsGradient", f"{CASES}/elementwise.yaml", "exp_times_other",
+        "op-vjp", op="exp", arg=0, mechanism="not-linear"),
+    Bug(f"{_TAPE}:ExpPassesGradient", f"{CASES}/elementwise.yaml", "exp_times_other",
+        "op-vjp", op="exp", arg=0, mechanism="identity"),
+    Bug(f"{_CLOSURE}:LogPassesGradient", f"{CASES}/mechanisms.yaml", "log_times_other",
+        "op-vjp", op="log", arg=0, mechanism="identity"),
+    Bug(f"{_TFOP}:SqrtPassesGradient", f"{CASES}/mechanisms.yaml", "sqrt_times_other",
+        "op-vjp", op="sqrt", arg=0, mechanism="identity"),
+    Bug(f"{_TAPE}:SinDetached", f"{CASES}/mechanisms.yaml", "sin_times_other",
+        "op-vjp", op="sin", arg=0, mechanism="zero"),
+    Bug(f"{_CLOSURE}:SigmoidNoBackward", f"{CASES}/mechanisms.yaml", "sigmoid_times_other",
+        "op-vjp", op="sigmoid", arg=0, mechanism="zero"),
+    Bug(f"{_TFOP}:TanhStopped", f"{CASES}/mechanisms.yaml", "tanh_times_other",
+        "op-vjp", op="tanh", arg=0, mechanism="zero"),
+    Bug(f"{_TAPE}:SquareNoTwo", f"{CASES}/mechanisms.yaml", "square_times_other",
+        "op-vjp", op="square", arg=0, mechanism="scaled"),
+    Bug(f"{_CLOSURE}:SquareNoTwo", f"{CASES}/mechanisms.yaml", "square_times_other",
+        "op-vjp", op="square", arg=0, mechanism="scaled"),
+    Bug(f"{_TFOP}:SquareNoTwo", f"{CASES}/mechanisms.yaml", "square_times_other",
+        "op-vjp", op="square", arg=0, mechanism="scaled"),
+    Bug(f"{_TAPE}:SinSign", f"{CASES}/mechanisms.yaml", "sin_times_other",
+        "op-vjp", op="sin", arg=0, mechanism="sign-flip"),
+    Bug(f"{_CLOSURE}:SinSign", f"{CASES}/mechanisms.yaml", "sin_times_other",
+        "op-vjp", op="sin", arg=0, mechanism="sign-flip"),
+    Bug(f"{_TFOP}:LogSign", f"{CASES}/mechanisms.yaml", "log_times_other",
+        "op-vjp", op="log", arg=0, mechanism="sign-flip"),
+    Bug(f"{_TAPE}:MatmulTransposedB", f"{CASES}/matmul.yaml", "square_2d",
+        "op-vjp", op="matmul", arg=1, mechanism="transposed"),
+    Bug(f"{_CLOSURE}:MatmulTransposedB", f"{CASES}/matmul.yaml", "square_2d",
+        "op-vjp", op="matmul", arg=1, mechanism="transposed"),
+    Bug(f"{_TFOP}:MatmulTransposedB", f"{CASES}/matmul.yaml", "square_2d",
+        "op-vjp", op="matmul", arg=1, mechanism="transposed"),
+    Bug(f"{_TAPE}:UnbroadcastNoKeepdims", f"{CASES}/mechanisms.yaml", "column_times_matrix",
+        "op-vjp", op="mul", arg=1, mechanism="shape"),
+    Bug(f"{_CLOSURE}:SendWithoutUnbroadcast", f"{CASES}/mechanisms.yaml",
+        "broadcast_then_multiply", "op-vjp", op="broadcast_to", arg=0, mechanism="shape"),
+    Bug(f"{_TFOP}:ReshapeNotReshaped", f"{CASES}/mechanisms.yaml", "expand_then_broadcast",
+        "op-vjp", op="expand_dims", arg=0, mechanism="shape"),
+    Bug(f"{_TAPE}:SigmoidNaive", f"{CASES}/mechanisms.yaml", "sigmoid_far_out",
+        "op-vjp", op="sigmoid", arg=0, mechanism="nan-region"),
+    Bug(f"{_CLOSURE}:SigmoidNaive", f"{CASES}/mechanisms.yaml", "sigmoid_far_out",
+        "op-vjp", op="sigmoid", arg=0, mechanism="nan-region"),
+    Bug(f"{_TFOP}:LogSoftmaxNaive", f"{CASES}/mechanisms.yaml", "log_softmax_far_out",
+        "op-vjp", op="log_softmax", arg=0, mechanism="nan-region"),
+    Bug(f"{_TAPE}:MaxMaskOnlyNotMin", f"{CASES}/mechanisms.yaml", "max_minus_min",
+        "op-vjp", op="max", arg=0, mechanism="fault:max.mask-only"),
+    Bug(f"{_CLOSURE}:MaximumMaskOnlyNotMinimum", f"{CASES}/mechanisms.yaml",
+        "maximum_minus_minimum", "op-vjp", op="maximum", arg=0,
+        mechanism="fault:maximum.mask-only"),
+    Bug(f"{_TFOP}:MaximumInvertedNotMinimum", f"{CASES}/mechanisms.yaml",
+        "maximum_minus_minimum", "op-vjp", op="maximum", arg=0,
+        mechanism="fault:maximum.inverted"),
+    Bug(f"{_TAPE}:DivByCube", f"{CASES}/elementwise.yaml", "quotient_plus_denominator",
+        "op-vjp", op="div", arg=1, mechanism="formula"),
+    Bug(f"{_CLOSURE}:LogSquared", f"{CASES}/mechanisms.yaml", "log_times_other",
+        "op-vjp", op="log", arg=0, mechanism="formula"),
+    Bug(f"{_TFOP}:MatmulWrongOrder", f"{CASES}/matmul.yaml", "square_2d",
+        "op-vjp", op="matmul", arg=0, mechanism="formula"),
+    # -- another convention at a kink, undeclared: named for what it is -------------
+    Bug(f"{_TAPE}:ReluHalf", f"{CASES}/conventions.yaml", "relu_zeros",
+        "kink", op="relu", arg=0, mechanism="relu:half"),
+    Bug(f"{_CLOSURE}:MaximumSplit", f"{CASES}/conventions.yaml", "maximum_ties",
+        "kink", op="maximum", arg=0, mechanism="maximum:split"),
+    Bug(f"{_TFOP}:MaxFirst", f"{CASES}/conventions.yaml", "max_ties",
+        "kink", op="max", arg=0, mechanism="max:first"),
+    # -- the engine raises: the error is localised and the fault that raises named ---
+    Bug(f"{_TFOP}:MatmulFullTranspose", f"{CASES}/errors.yaml", "batched_nonsquare",
+        "op-vjp", op="matmul", arg=0, mechanism="fault:matmul.full-transpose",
+        status="error"),
+    Bug(f"{_TAPE}:MatmulUntransposed", f"{CASES}/errors.yaml", "nonsquare_2d",
+        "op-vjp", op="matmul", arg=0, mechanism="fault:matmul.untransposed", status="error"),
+    # -- bugs the catalogue does not know: the other checks ----------------------------
     Bug(f"{_CLOSURE}:StaleGradients", f"{CASES}/backprop.yaml", "chain_sin_times",
         "stale-gradients"),
     Bug(f"{_TAPE}:SigmoidForwardIsTanh", f"{CASES}/elementwise.yaml", "sigmoid_alone",

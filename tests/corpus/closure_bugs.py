@@ -122,3 +122,204 @@ class StaleGradients(ClosureEngine):
 
     def zero_grad(self, values: Sequence[Value]) -> None:
         super().zero_grad([v for v in values if v._parents])
+
+
+# -- catalogue faults added with the mechanism probes ----------------------------------
+
+
+class DivNumeratorSelf(ClosureEngine):
+    """div's gradient for the numerator divides by a itself instead of by b."""
+
+    def div(self, a: Value, b: Value) -> Value:
+        out = super().div(a, b)
+
+        def _backward() -> None:
+            self._send(a, out.grad / a.data)
+            self._send(b, -out.grad * a.data / (b.data * b.data))
+
+        out._backward = _backward
+        return out
+
+
+class PowPowerRuleExponent(ClosureEngine):
+    """pow's gradient for the exponent uses the power rule, a * b**(a - 1), as if b
+    were the base."""
+
+    def pow(self, a: Value, b: Value) -> Value:
+        out = super().pow(a, b)
+
+        def _backward() -> None:
+            self._send(a, out.grad * b.data * a.data ** (b.data - 1))
+            self._send(b, out.grad * a.data * b.data ** (a.data - 1))
+
+        out._backward = _backward
+        return out
+
+
+class MaximumInverted(ClosureEngine):
+    """maximum/minimum give the gradient to the argument that lost the comparison."""
+
+    def _select(self, a: Value, b: Value, data: np.ndarray, a_wins: np.ndarray) -> Value:
+        return super()._select(a, b, data, ~a_wins)
+
+
+class CosSign(ClosureEngine):
+    """cos's gradient is g * sin(x): the minus sign is missing."""
+
+    def cos(self, x: Value) -> Value:
+        out = super().cos(x)
+        out._backward = lambda: self._send(x, out.grad * np.sin(x.data))
+        return out
+
+
+class ReluGradientMask(ClosureEngine):
+    """relu's gradient zeroes the negative entries of g (guided backprop's rule)
+    instead of the entries where x is negative."""
+
+    def relu(self, x: Value) -> Value:
+        out = super().relu(x)
+        out._backward = lambda: self._send(x, out.grad * (out.grad > 0))
+        return out
+
+
+class SoftmaxPassThrough(ClosureEngine):
+    """softmax's gradient passes g through unchanged, as if softmax were the identity."""
+
+    def softmax(self, x: Value, axis: int = -1) -> Value:
+        out = super().softmax(x, axis)
+        out._backward = lambda: self._send(x, out.grad)
+        return out
+
+
+# -- mechanisms (SPEC §6.1): bugs the catalogue does not know ------------------------
+
+
+class SigmoidIgnoresUpstream(ClosureEngine):
+    """sigmoid's closure sends its local derivative y * (1 - y) alone: out.grad is
+    never used."""
+
+    def sigmoid(self, x: Value) -> Value:
+        out = super().sigmoid(x)
+        out._backward = lambda: self._send(x, out.data * (1 - out.data))
+        return out
+
+
+class SinAbsGradient(ClosureEngine):
+    """sin's closure uses abs(out.grad): the upstream gradient's sign is lost."""
+
+    def sin(self, x: Value) -> Value:
+        out = super().sin(x)
+        out._backward = lambda: self._send(x, np.abs(out.grad) * np.cos(x.data))
+        return out
+
+
+class LogPassesGradient(ClosureEngine):
+    """log's closure sends out.grad as it is: the factor 1/x is forgotten."""
+
+    def log(self, x: Value) -> Value:
+        out = super().log(x)
+        out._backward = lambda: self._send(x, out.grad)
+        return out
+
+
+class SigmoidNoBackward(ClosureEngine):
+    """sigmoid never sets its `_backward`: its input gets no gradient (micrograd's
+    classic forgotten closure)."""
+
+    def sigmoid(self, x: Value) -> Value:
+        return Value(1 / (1 + np.exp(-x.data)), (x,))
+
+
+class SquareNoTwo(ClosureEngine):
+    """square's closure sends out.grad * x: the factor 2 is missing."""
+
+    def square(self, x: Value) -> Value:
+        out = super().square(x)
+        out._backward = lambda: self._send(x, out.grad * x.data)
+        return out
+
+
+class SinSign(ClosureEngine):
+    """sin's closure sends -out.grad * cos(x): a stray minus sign."""
+
+    def sin(self, x: Value) -> Value:
+        out = super().sin(x)
+        out._backward = lambda: self._send(x, -out.grad * np.cos(x.data))
+        return out
+
+
+class MatmulTransposedB(ClosureEngine):
+    """matmul's closure sends g^T @ a to b, the right gradient transposed."""
+
+    def matmul(self, a: Value, b: Value) -> Value:
+        out = super().matmul(a, b)
+
+        def _backward() -> None:
+            self._send(a, out.grad @ np.swapaxes(b.data, -1, -2))
+            self._send(b, np.swapaxes(out.grad, -1, -2) @ a.data)
+
+        out._backward = _backward
+        return out
+
+
+class SendWithoutUnbroadcast(ClosureEngine):
+    """`_send` adds a closure's share as it comes: a share in the broadcast shape is
+    never summed back to its parent's shape."""
+
+    def _send(self, parent: Value, share: np.ndarray) -> None:
+        parent.grad = parent.grad + share
+
+
+class SigmoidNaive(ClosureEngine):
+    """sigmoid's closure writes the derivative as exp(-x) / (1 + exp(-x))**2, which is
+    inf / inf once exp(-x) overflows."""
+
+    def sigmoid(self, x: Value) -> Value:
+        out = super().sigmoid(x)
+
+        def _backward() -> None:
+            e = np.exp(-x.data)
+            self._send(x, out.grad * e / (1 + e) ** 2)
+
+        out._backward = _backward
+        return out
+
+
+class MaximumMaskOnlyNotMinimum(ClosureEngine):
+    """maximum's closure (not minimum's) sends the winner masks alone, without out.grad."""
+
+    def maximum(self, a: Value, b: Value) -> Value:
+        out = super().maximum(a, b)
+        a_wins = a.data >= b.data
+
+        def _backward() -> None:
+            self._send(a, np.broadcast_to(a_wins, out.data.shape).astype(out.data.dtype))
+            self._send(b, np.broadcast_to(~a_wins, out.data.shape).astype(out.data.dtype))
+
+        out._backward = _backward
+        return out
+
+
+class LogSquared(ClosureEngine):
+    """log's closure sends out.grad / x**2: a formula no probe names."""
+
+    def log(self, x: Value) -> Value:
+        out = super().log(x)
+        out._backward = lambda: self._send(x, out.grad / x.data**2)
+        return out
+
+
+class MaximumSplit(ClosureEngine):
+    """A convention, not a bug: a maximum/minimum tie is split 0.5/0.5 between a and b
+    (JAX's and autograd's choice; TensorFlow gives it to a), undeclared."""
+
+    def _select(self, a: Value, b: Value, data: np.ndarray, a_wins: np.ndarray) -> Value:
+        out = Value(data, (a, b))
+        tie = a.data == b.data
+
+        def _backward() -> None:
+            self._send(a, out.grad * np.where(tie, 0.5, a_wins))
+            self._send(b, out.grad * np.where(tie, 0.5, ~a_wins))
+
+        out._backward = _backward
+        return out

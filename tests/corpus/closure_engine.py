@@ -231,7 +231,8 @@ class Engine:
         return out
 
     def sigmoid(self, x: Value) -> Value:
-        out = Value(1 / (1 + np.exp(-x.data)), (x,))
+        with np.errstate(over="ignore"):  # exp(-x) overflows for x far below 0: y is 0
+            out = Value(1 / (1 + np.exp(-x.data)), (x,))
         out._backward = lambda: self._send(x, out.grad * out.data * (1 - out.data))
         return out
 

@@ -20,7 +20,7 @@ if str(Path(__file__).resolve().parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from tape_engine import Engine as TapeEngine
-from tape_engine import Entry, Shares, Var
+from tape_engine import Entry, Shares, Var, reduced_axes
 
 
 class BroadcastNoReduce(TapeEngine):
@@ -86,3 +86,158 @@ class SigmoidForwardIsTanh(TapeEngine):
 
     def sigmoid(self, x: Var) -> Var:
         return self._unary("sigmoid", x, np.tanh)
+
+
+# -- catalogue faults added with the mechanism probes ----------------------------------
+
+
+class BroadcastLeadingKept(TapeEngine):
+    """unbroadcast sums with keepdims=True everywhere: the extra leading axes stay, as
+    size 1, in the gradient's shape."""
+
+    def unbroadcast(self, share: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        padded = (1,) * (share.ndim - len(shape)) + tuple(shape)
+        axes = tuple(i for i, d in enumerate(padded) if d == 1 and share.shape[i] != 1)
+        return share.sum(axis=axes, keepdims=True) if axes else share
+
+
+class PowDividesByBase(TapeEngine):
+    """pow's gradient for the base is written from the output, g * b * y / a: 0/0 at a = 0."""
+
+    def _vjp_pow(self, g, out, a, b) -> Shares:
+        _, for_exponent = super()._vjp_pow(g, out, a, b)
+        return g * b * out / a, for_exponent
+
+
+class MaximumMaskOnly(TapeEngine):
+    """maximum's gradient is the winner mask alone: g is never multiplied in."""
+
+    def _vjp_maximum(self, g, out, a, b) -> Shares:
+        a_wins = np.broadcast_to(a >= b, g.shape)
+        return a_wins.astype(g.dtype), (~a_wins).astype(g.dtype)
+
+
+class MeanFirstAxis(TapeEngine):
+    """mean's gradient divides by len(x), the first axis, whatever the mean reduces."""
+
+    def _vjp_mean(self, g, out, x, *, axis, keepdims) -> Shares:
+        return (np.broadcast_to(self._kept(g, x, axis, keepdims), x.shape) / len(x),)
+
+
+class GetitemSliceShape(TapeEngine):
+    """getitem's gradient stays at the slice's shape: never scattered into zeros of x's."""
+
+    def _vjp_getitem(self, g, out, x, *, index) -> Shares:
+        return (g,)
+
+
+class ConcatFirstAxis(TapeEngine):
+    """concat's gradient is split along axis 0 whatever axis the values were joined on."""
+
+    def _vjp_concat(self, g, out, *xs, axis) -> Shares:
+        ends = np.cumsum([x.shape[axis] for x in xs])
+        return tuple(np.split(g, ends[:-1], axis=0))
+
+
+class MatmulUntransposed(TapeEngine):
+    """matmul's gradients multiply by the other operand untransposed, g @ b and a @ g;
+    on non-square operands the shapes do not even multiply."""
+
+    def _vjp_matmul(self, g, out, a, b) -> Shares:
+        return g @ b, a @ g
+
+
+# -- mechanisms (SPEC §6.1): bugs the catalogue does not know ------------------------
+
+
+class TanhIgnoresUpstream(TapeEngine):
+    """tanh's gradient is its local derivative 1 - y**2 alone: g is dropped."""
+
+    def _vjp_tanh(self, g, out, x) -> Shares:
+        return (1 - out * out,)
+
+
+class TanhClipsGradient(TapeEngine):
+    """tanh's gradient clips the upstream g to [-1, 1] first: not linear in g."""
+
+    def _vjp_tanh(self, g, out, x) -> Shares:
+        return (np.clip(g, -1.0, 1.0) * (1 - out * out),)
+
+
+class ExpPassesGradient(TapeEngine):
+    """exp's gradient is g itself: the factor exp(x) is forgotten."""
+
+    def _vjp_exp(self, g, out, x) -> Shares:
+        return (g,)
+
+
+class SinDetached(TapeEngine):
+    """sin's gradient is zero, as if its input were detached from the graph."""
+
+    def _vjp_sin(self, g, out, x) -> Shares:
+        return (np.zeros_like(g),)
+
+
+class SquareNoTwo(TapeEngine):
+    """square's gradient is g * x: the factor 2 is missing."""
+
+    def _vjp_square(self, g, out, x) -> Shares:
+        return (g * x,)
+
+
+class SinSign(TapeEngine):
+    """sin's gradient is -g * cos(x): the derivative of cos's sign slipped in."""
+
+    def _vjp_sin(self, g, out, x) -> Shares:
+        return (-g * np.cos(x),)
+
+
+class MatmulTransposedB(TapeEngine):
+    """matmul's gradient for b is g^T @ a, the right one transposed."""
+
+    def _vjp_matmul(self, g, out, a, b) -> Shares:
+        for_a, _ = super()._vjp_matmul(g, out, a, b)
+        return for_a, np.swapaxes(g, -1, -2) @ a
+
+
+class UnbroadcastNoKeepdims(TapeEngine):
+    """unbroadcast sums the size-1 axes away without keepdims: (3,) where b is (3, 1)."""
+
+    def unbroadcast(self, share: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        lead = share.ndim - len(shape)
+        if lead > 0:
+            share = share.sum(axis=tuple(range(lead)))
+        ones = tuple(i for i, d in enumerate(shape) if d == 1 and share.shape[i] != 1)
+        return share.sum(axis=ones) if ones else share
+
+
+class SigmoidNaive(TapeEngine):
+    """sigmoid's gradient is written as exp(-x) / (1 + exp(-x))**2, which is inf / inf
+    once exp(-x) overflows."""
+
+    def _vjp_sigmoid(self, g, out, x) -> Shares:
+        e = np.exp(-x)
+        return (g * e / (1 + e) ** 2,)
+
+
+class MaxMaskOnlyNotMin(TapeEngine):
+    """max's gradient (not min's: `_vjp_min` is the base class's) is the tie-split
+    winner mask alone, without g."""
+
+    def _vjp_max(self, g, out, x, *, axis, keepdims) -> Shares:
+        winners = x == self._kept(out, x, axis, keepdims)
+        return (winners / winners.sum(axis=reduced_axes(axis, x.ndim), keepdims=True),)
+
+
+class DivByCube(TapeEngine):
+    """div's gradient for the denominator divides by b**3: a formula no probe names."""
+
+    def _vjp_div(self, g, out, a, b) -> Shares:
+        return g / b, -g * a / b**3
+
+
+class ReluHalf(TapeEngine):
+    """A convention, not a bug: relu'(0) = 0.5 (TensorFlow takes 0), undeclared."""
+
+    def _vjp_relu(self, g, out, x) -> Shares:
+        return (g * np.where(x == 0, 0.5, x > 0),)

@@ -21,7 +21,7 @@ if str(Path(__file__).resolve().parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from tfop_engine import Engine as TfOpEngine
-from tfop_engine import Grads, Node
+from tfop_engine import Grads, Node, reduced_axes
 
 
 class MatmulFullTranspose(TfOpEngine):
@@ -105,3 +105,120 @@ class ExpIgnoresUpstream(TfOpEngine):
 
     def _vjp_exp(self, node: Node, g: tf.Tensor) -> Grads:
         return [node.tensor]
+
+
+# -- catalogue faults added with the mechanism probes ----------------------------------
+
+
+class MaxMaskOnly(TfOpEngine):
+    """max/min's gradient is the tie-split winner mask alone: g is never multiplied in."""
+
+    def _vjp_max(self, node: Node, g: tf.Tensor) -> Grads:
+        (x,) = node.inputs
+        axis = node.attrs["axis"]
+        winners = tf.cast(tf.equal(x, self._kept(node.tensor, x, axis)), g.dtype)
+        ties = tf.reduce_sum(winners, axis=reduced_axes(axis, x.shape.rank), keepdims=True)
+        return [winners / ties]
+
+
+class LogSoftmaxDotOutput(TfOpEngine):
+    """log_softmax's gradient subtracts sum(g * y), softmax's form applied to the
+    log-probabilities, instead of softmax(x) * sum(g)."""
+
+    def _vjp_log_softmax(self, node: Node, g: tf.Tensor) -> Grads:
+        axis = node.attrs["axis"]
+        return [g - tf.reduce_sum(g * node.tensor, axis=axis, keepdims=True)]
+
+
+class ReshapeNotReshaped(TfOpEngine):
+    """reshape's gradient (also expand_dims' and squeeze's here) stays in the output's
+    shape: it is never reshaped back."""
+
+    def _vjp_reshape(self, node: Node, g: tf.Tensor) -> Grads:
+        return [g]
+
+
+class MatmulUntransposed(TfOpEngine):
+    """matmul's gradients multiply by the other operand untransposed, g @ b and a @ g."""
+
+    def _vjp_matmul(self, node: Node, g: tf.Tensor) -> Grads:
+        a, b = node.inputs
+        return [self.unbroadcast(tf.matmul(g, b), a), self.unbroadcast(tf.matmul(a, g), b)]
+
+
+# -- mechanisms (SPEC §6.1): bugs the catalogue does not know ------------------------
+
+
+class ExpClipsGradient(TfOpEngine):
+    """exp's gradient clips the upstream g to [-1, 1] first: not linear in g."""
+
+    def _vjp_exp(self, node: Node, g: tf.Tensor) -> Grads:
+        return [tf.clip_by_value(g, -1.0, 1.0) * node.tensor]
+
+
+class SqrtPassesGradient(TfOpEngine):
+    """sqrt's gradient is g itself: the factor 0.5 / sqrt(x) is forgotten."""
+
+    def _vjp_sqrt(self, node: Node, g: tf.Tensor) -> Grads:
+        return [g]
+
+
+class TanhStopped(TfOpEngine):
+    """tanh's gradient is zero, as if its input went through tf.stop_gradient."""
+
+    def _vjp_tanh(self, node: Node, g: tf.Tensor) -> Grads:
+        return [tf.zeros_like(g)]
+
+
+class SquareNoTwo(TfOpEngine):
+    """square's gradient is g * x: the factor 2 is missing."""
+
+    def _vjp_square(self, node: Node, g: tf.Tensor) -> Grads:
+        return [g * node.inputs[0]]
+
+
+class LogSign(TfOpEngine):
+    """log's gradient is -g / x: a stray minus sign."""
+
+    def _vjp_log(self, node: Node, g: tf.Tensor) -> Grads:
+        return [-g / node.inputs[0]]
+
+
+class MatmulTransposedB(TfOpEngine):
+    """matmul's gradient for b is g^T @ a, the right one transposed."""
+
+    def _vjp_matmul(self, node: Node, g: tf.Tensor) -> Grads:
+        for_a, _ = super()._vjp_matmul(node, g)
+        return [for_a, tf.matmul(g, node.inputs[0], transpose_a=True)]
+
+
+class LogSoftmaxNaive(TfOpEngine):
+    """log_softmax's gradient computes softmax as exp(x) / sum(exp(x)), which is
+    inf / inf once exp(x) overflows."""
+
+    def _vjp_log_softmax(self, node: Node, g: tf.Tensor) -> Grads:
+        (x,), axis = node.inputs, node.attrs["axis"]
+        softmax = tf.exp(x) / tf.reduce_sum(tf.exp(x), axis=axis, keepdims=True)
+        return [g - softmax * tf.reduce_sum(g, axis=axis, keepdims=True)]
+
+
+class MaximumInvertedNotMinimum(TfOpEngine):
+    """maximum's gradient (not minimum's) goes to the argument that lost the comparison."""
+
+    def _vjp_maximum(self, node: Node, g: tf.Tensor) -> Grads:
+        a, b = node.inputs
+        return self._select(g, a, b, a < b)
+
+
+class MaxFirst(TfOpEngine):
+    """A convention, not a bug: max gives a tie's whole gradient to the first tied
+    element (PyTorch's max(dim), mygrad), where TensorFlow splits it; undeclared."""
+
+    def _vjp_max(self, node: Node, g: tf.Tensor) -> Grads:
+        (x,) = node.inputs
+        axis = node.attrs["axis"]
+        axes = reduced_axes(axis, x.shape.rank)
+        winners = tf.cast(tf.equal(x, self._kept(node.tensor, x, axis)), g.dtype)
+        before = tf.math.cumsum(winners, axis=axes[-1], exclusive=True)
+        first = winners * tf.cast(tf.equal(before, 0.0), g.dtype)
+        return [first * self._kept(g, x, axis)]

@@ -48,7 +48,9 @@ class FaultyEngine(BuiltinEngine):
         self.name = f"builtin+{fault.name}"
 
     def vjp_rule(self, op: Op, i: int) -> VJP:
-        return self.fault.vjps.get((op.name, i)) or super().vjp_rule(op, i)
+        # A variadic op has one rule for every element of its list: keyed (op, 0).
+        key = (op.name, 0 if op.variadic else i)
+        return self.fault.vjps.get(key) or super().vjp_rule(op, i)
 
     def reduce_to_shape(self, op: Op, share: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
         if self.fault.reduce is not None and op.name in self.fault.reduce_ops:

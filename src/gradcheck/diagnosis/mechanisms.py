@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -20,7 +21,7 @@ import numpy as np
 
 from ..cases.model import machine_epsilon
 from ..engines.driver import EngineFailure, EngineRun, Unsupported
-from ..ops import unbroadcast
+from ..ops import ShapeError, unbroadcast
 from ..ops.broadcast import fmt_shape, sums_back
 from ..results import Confidence, Hint
 from . import idiom
@@ -98,6 +99,27 @@ class Prober:
                     found.setdefault(arg, []).append(fault)
         return found
 
+    def _grid(self, arg: int, where: Callable[[np.ndarray, np.ndarray], np.ndarray]):
+        """A probe for `describe`: the node on other inputs, `where(want, got)` for `arg`."""
+        check, op = self.check, self.check.node.op
+        assert op is not None
+
+        def probe(values: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
+            shapes = [values[n].shape if n in values else () for n in _arg_names(check)]
+            try:
+                out = op.shape(*shapes, **check.node.attrs)
+                cotangent = np.ones(out, check.cotangent.dtype)
+                got = check.run(check.engine_factory, cotangent, values)
+                want = check.run(check.reference_factory, cotangent, values)
+            except (ShapeError, EngineFailure, Unsupported):
+                return None
+            name = f"a{arg}"
+            if got.grads[name].shape != want.grads[name].shape:
+                return None
+            return where(want.grads[name], got.grads[name]), want.forward
+
+        return None if op.variadic else probe
+
     def _engine(self, cotangent: np.ndarray) -> EngineRun | None:
         try:
             return self.check.run(self.check.engine_factory, cotangent)
@@ -120,9 +142,9 @@ class Prober:
             self._fingerprint,
             self._shape,
             self._nan_region,
+            self._zero,
             self._ignores_upstream,
             self._not_linear,
-            self._zero,
             self._identity,
             self._scaled,
             self._transposed,
@@ -185,11 +207,12 @@ class Prober:
         )
 
     def _nan_region(self, arg: int, want: np.ndarray, got: np.ndarray) -> Finding | None:
-        bad = ~np.isfinite(got) & np.isfinite(want)
+        bad = _nan_where(want, got)
         if not bad.any() or not (self.check.close(want, got) | bad).all():
             return None
         check = self.check
-        region = describe(bad, check.node, check.inputs, check.want.forward if check.want else None)
+        output = check.want.forward if check.want else None
+        region = describe(bad, check.node, check.inputs, output, self._grid(arg, _nan_where))
         return Finding(
             "nan-region",
             f"gives NaN/Inf where {region}, where the right VJP is finite (and is right elsewhere)",
@@ -246,7 +269,10 @@ class Prober:
                 "is zero everywhere: the gradient is not propagated to this argument",
                 "propagate the gradient: do not detach, drop or overwrite it with zeros",
             )
-        region = describe(wrong, self.check.node, self.check.inputs)
+        output = self.check.want.forward if self.check.want else None
+        region = describe(
+            wrong, self.check.node, self.check.inputs, output, self._grid(arg, _zero_where)
+        )
         return Finding(
             "zero",
             f"is zero where {region}, where the right VJP is not (and is right elsewhere)",
@@ -327,6 +353,18 @@ class Prober:
             "compute the derivative the rule below gives",
             "likely",
         )
+
+
+def _arg_names(check: NodeCheck) -> list[str]:
+    return [f"a{i}" for i in range(len(check.node.args))]
+
+
+def _nan_where(want: np.ndarray, got: np.ndarray) -> np.ndarray:
+    return ~np.isfinite(got) & np.isfinite(want)
+
+
+def _zero_where(want: np.ndarray, got: np.ndarray) -> np.ndarray:
+    return (got == 0) & (want != 0)
 
 
 def op_vjp_hint(check: NodeCheck, arg: int, finding: Finding, spell: str) -> Hint:

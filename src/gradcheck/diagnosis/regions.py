@@ -8,6 +8,7 @@ broadcasting: an element of `b` is in the region if any element it meets there i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
@@ -32,34 +33,74 @@ _ON_ONE: tuple[tuple[str, Predicate], ...] = (
 )
 
 
+# Probe values for one argument at a time (the others held at 1): below and above 0, and
+# out where exp overflows but does not yet underflow (and beyond), in each float dtype:
+# exp(720) is inf in float64 while exp(-720) is not yet 0; 95 and 14 do the same for
+# float32/bfloat16 and float16.
+_FAR = (14.0, 95.0, 720.0, 1000.0)
+GRID = (*(-v for v in reversed(_FAR)), -3.0, -1.0, -0.5, 0.0, 0.5, 1.0, 3.0, *_FAR)
+
+Selector = Callable[[Mapping[str, np.ndarray], np.ndarray | None], np.ndarray]
+# Runs the node on other inputs: the mask to describe there, and the node's output.
+Probe = Callable[[dict[str, np.ndarray]], "tuple[np.ndarray, np.ndarray] | None"]
+
+
 def describe(
     mask: np.ndarray,
     node: Node,
     inputs: Mapping[str, np.ndarray],
     output: np.ndarray | None = None,
+    probe: Probe | None = None,
 ) -> str:
-    """Where `mask` (over one argument's elements) is true, as a predicate if one fits."""
+    """Where `mask` (over one argument's elements) is true, as a predicate if one fits.
+
+    When several predicates select the same elements of the case's own inputs, `probe`
+    runs the node on a grid of values, one argument at a time, to tell them apart."""
     with np.errstate(all="ignore"):
-        for text, selected in _candidates(node, inputs, output):
-            fits = selected.shape == mask.shape or sums_back(selected.shape, mask.shape)
-            if fits and np.array_equal(_on(selected, mask.shape), mask):
-                return text
-    return _example(mask, node, inputs)
+        candidates = _candidates(node, inputs, with_output=output is not None)
+        fitting = [(t, f) for t, f in candidates if _fits(f(inputs, output), mask)]
+        if len(fitting) > 1 and probe is not None:
+            fitting = _on_grid(fitting, inputs, probe) or fitting
+    return fitting[0][0] if fitting else _example(mask, node, inputs)
+
+
+def _fits(selected: np.ndarray, mask: np.ndarray) -> bool:
+    if selected.shape != mask.shape and not sums_back(selected.shape, mask.shape):
+        return False
+    return np.array_equal(_on(selected, mask.shape), mask)
+
+
+def _on_grid(
+    fitting: list[tuple[str, Selector]], inputs: Mapping[str, np.ndarray], probe: Probe
+) -> list[tuple[str, Selector]]:
+    for varied in inputs:
+        dtype = inputs[varied].dtype
+        values = {n: np.ones(len(GRID), dtype) for n in inputs}
+        values[varied] = np.array(GRID, dtype)
+        probed = probe(values)
+        if probed is not None:
+            mask, output = probed
+            fitting = [(t, f) for t, f in fitting if _fits(f(values, output), mask)]
+    return fitting
 
 
 def _candidates(
-    node: Node, inputs: Mapping[str, np.ndarray], output: np.ndarray | None
-) -> Iterator[tuple[str, np.ndarray]]:
+    node: Node, inputs: Mapping[str, np.ndarray], *, with_output: bool
+) -> Iterator[tuple[str, Selector]]:
     values = [(f"a{i}", arg) for i, arg in enumerate(node.args) if f"a{i}" in inputs]
     for name, arg in values:
         for template, predicate in _ON_ONE:
-            yield template.format(_operand(arg.text)), predicate(inputs[name])
+            yield template.format(_operand(arg.text)), _on_input(name, predicate)
     if len(values) == 2:
         (a, a_node), (b, b_node) = values
-        yield f"{_operand(a_node.text)} == {_operand(b_node.text)}", inputs[a] == inputs[b]
-    if output is not None:
-        yield f"{_operand(node.text)} == 0", output == 0
-        yield f"{_operand(node.text)} overflows", np.isinf(output)
+        yield f"{_operand(a_node.text)} == {_operand(b_node.text)}", lambda v, y: v[a] == v[b]
+    if with_output:
+        yield f"{_operand(node.text)} == 0", lambda v, y: y == 0
+        yield f"{_operand(node.text)} overflows", lambda v, y: np.isinf(y)
+
+
+def _on_input(name: str, predicate: Predicate) -> Selector:
+    return lambda values, output: predicate(values[name])
 
 
 def _operand(text: str) -> str:
