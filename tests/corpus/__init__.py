@@ -14,8 +14,8 @@ first for that case: `fault:<name>` for the faults of gradcheck's catalogue, and
 the others the localisation (`op-vjp` with the op, the argument and the mechanism the
 probes find, SPEC §6.1; `kink` with the convention an engine follows at a tie),
 `stale-gradients` or `forward-mismatch`. A bug that makes the engine raise is an
-`error` case whose top hint localises the error. Paths are relative to the repository root, so every entry is also
-a command line::
+`error` case whose top hint localises the error. Paths are relative to the repository
+root, so every entry is also a command line::
 
     gradcheck run tests/corpus/cases/elementwise.yaml -k mul_plus_other \\
         --engine tests/corpus/tape_bugs.py:MulSelf

@@ -105,9 +105,8 @@ def _on_input(name: str, predicate: Predicate) -> Selector:
 
 def _operand(text: str) -> str:
     """`x`, `h[0]` and `exp(x)` as they are; `x - 1` in parentheses."""
-    return (
-        text if text.replace("_", "").replace(".", "").isalnum() or _is_call(text) else f"({text})"
-    )
+    atomic = re.fullmatch(r"[\w.]+(\[[^\]]*\])*", text) is not None
+    return text if atomic or _is_call(text) else f"({text})"
 
 
 def _is_call(text: str) -> bool:
