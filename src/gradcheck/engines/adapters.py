@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..modules import import_file
+from ..ops.conventions import check_declared
 from .builtin import BuiltinEngine
 from .driver import traceback_tail
 from .protocol import EngineFactory, missing_methods
@@ -58,6 +59,11 @@ def load_engine(spec: str) -> EngineFactory:
             f"--engine {spec}: {class_name} has no {method}() method (SPEC §4; a functional "
             "engine implements vjp() instead of leaf, constant and grad)"
         )
+    if getattr(engine, "conventions", None):
+        try:
+            check_declared(engine.conventions)
+        except ValueError as e:
+            raise UsageError(f"--engine {spec}: {class_name}.{e}") from None
     return engine
 
 
