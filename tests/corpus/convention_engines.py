@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -32,7 +33,12 @@ from tfop_engine import Grads, Node, reduced_axes
 class TapeSplit(TapeEngine):
     """maximum/minimum split a tie 0.5/0.5 (JAX, autograd), relu'(0) = 0.5, abs'(0) = 1."""
 
-    conventions = {"maximum": "split", "minimum": "split", "relu": "half", "abs": "one"}
+    conventions: ClassVar[dict[str, str]] = {
+        "maximum": "split",
+        "minimum": "split",
+        "relu": "half",
+        "abs": "one",
+    }
 
     def _vjp_maximum(self, g, out, a, b) -> Shares:
         tie = a == b
@@ -52,14 +58,14 @@ class TapeSplit(TapeEngine):
 class TapeSplitUndeclared(TapeSplit):
     """TapeSplit without its declaration."""
 
-    conventions = {}
+    conventions: ClassVar[dict[str, str]] = {}
 
 
 class ClosureFirst(ClosureEngine):
     """max gives a tie to the first element, min to the last (an argmax/argmin that
     scans from either end), and pow's exponent is NaN where the base is negative."""
 
-    conventions = {"max": "first", "min": "last", "pow": "nan"}
+    conventions: ClassVar[dict[str, str]] = {"max": "first", "min": "last", "pow": "nan"}
 
     def max(self, x: Value, axis=None, keepdims: bool = False) -> Value:
         return self._one_winner(super().max(x, axis, keepdims), x, axis, keepdims, last=False)
@@ -96,14 +102,19 @@ class ClosureFirst(ClosureEngine):
 class ClosureFirstUndeclared(ClosureFirst):
     """ClosureFirst without its declaration."""
 
-    conventions = {}
+    conventions: ClassVar[dict[str, str]] = {}
 
 
 class TfOpSecond(TfOpEngine):
     """maximum gives a tie to b, minimum to neither (mygrad's 0/0, not a subgradient),
     relu'(0) = 1, and max gives a tie's whole gradient to every tied element."""
 
-    conventions = {"maximum": "second", "minimum": "none", "relu": "one", "max": "all"}
+    conventions: ClassVar[dict[str, str]] = {
+        "maximum": "second",
+        "minimum": "none",
+        "relu": "one",
+        "max": "all",
+    }
 
     def _vjp_maximum(self, node: Node, g: tf.Tensor) -> Grads:
         a, b = node.inputs
@@ -131,4 +142,4 @@ class TfOpSecond(TfOpEngine):
 class TfOpSecondUndeclared(TfOpSecond):
     """TfOpSecond without its declaration."""
 
-    conventions = {}
+    conventions: ClassVar[dict[str, str]] = {}

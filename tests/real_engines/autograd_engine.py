@@ -16,7 +16,7 @@ exponent is NaN where the base is negative. The adapter declares those conventio
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import autograd.numpy as anp
 import numpy as np
@@ -102,7 +102,12 @@ OPS: dict[str, Callable[..., Any]] = {
 
 class Engine:
     name = "autograd"
-    conventions = {"maximum": "split", "minimum": "split", "relu": "half", "pow": "nan"}
+    conventions: ClassVar[dict[str, str]] = {
+        "maximum": "split",
+        "minimum": "split",
+        "relu": "half",
+        "pow": "nan",
+    }
 
     def leaf(self, name: str, value: np.ndarray) -> Lazy:
         return self.constant(value)

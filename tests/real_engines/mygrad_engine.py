@@ -14,6 +14,7 @@ none), and no float16/bfloat16 (mygrad refuses bfloat16 arrays).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 import mygrad as mg
 import numpy as np
@@ -28,7 +29,7 @@ def _axis(axis: object) -> object:
 
 class Engine:
     name = "mygrad"
-    conventions = {
+    conventions: ClassVar[dict[str, str]] = {
         "maximum": "none",
         "minimum": "none",
         "max": "first",
