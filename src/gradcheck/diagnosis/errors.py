@@ -25,13 +25,17 @@ PROBE_SIZE = 3  # every axis of the probe inputs
 
 
 def diagnose_error(evidence: Evidence) -> list[Hint]:
-    checks = check_nodes(evidence.case, evidence.engine_factory, evidence.builtin)
+    checks = check_nodes(
+        evidence.case, evidence.engine_factory, evidence.builtin, evidence.rounding
+    )
     evidence.result.nodes = [c.result for c in checks]
     raising = [c for c in checks if c.result.status == "error"]
     if not raising:
         if checks and all(c.result.status == "passed" for c in checks):
-            return [_driver_hint(evidence)]
+            return [_driver_hint(evidence, "every op node passes when checked alone")]
         return []
+    if len(checks) > 1 and len(raising) == len(checks):
+        return [_driver_hint(evidence, "it raises on every op node checked alone, whatever its op")]
     hints: list[Hint] = []
     spell = evidence.spelling
     for check in raising:
@@ -174,13 +178,13 @@ def _case_fault_hint(fault: Fault, check: NodeCheck, evidence: Evidence, spell: 
     return hint
 
 
-def _driver_hint(evidence: Evidence) -> Hint:
+def _driver_hint(evidence: Evidence, why: str) -> Hint:
     failure = evidence.failure
     error = failure.message if failure is not None else "an error"
     return Hint(
         "backprop-driver",
-        f"the backward pass raises ({error}), but every op node passes when checked alone: "
-        "the driver (its traversal, its accumulation, the shapes it hands on) raises, not a rule",
+        f"the backward pass raises ({error}), and {why}: the driver (`grad`, its traversal, "
+        "its accumulation, the shapes it hands on) raises, not one op's rule",
         "walk the nodes in reverse topological order, give each VJP its node's own gradient "
         "and add shares of the argument's shape (`grad[x] = grad[x] + unbroadcast(share, x)`)",
         "likely",

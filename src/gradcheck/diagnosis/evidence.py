@@ -9,7 +9,7 @@ from ..engines.builtin import BuiltinEngine
 from ..engines.driver import EngineFailure, EngineRun
 from ..engines.protocol import EngineFactory
 from ..results import CaseResult
-from . import idiom
+from . import dtypes, idiom
 
 
 @dataclass
@@ -29,6 +29,12 @@ class Evidence:
         """The builtin engine that stands for the right answer: TensorFlow's conventions,
         except those the adapter declares."""
         return BuiltinEngine(self.conventions)
+
+    @property
+    def rounding(self) -> str:
+        """The dtype whose rounding a difference may be: the less precise of the case's
+        and the engine's."""
+        return dtypes.judging_dtype(self.engine.dtype if self.engine else None, self.case.dtype)
 
     @property
     def spelling(self) -> str:

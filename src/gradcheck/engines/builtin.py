@@ -5,8 +5,8 @@ tensors in reverse topological order (found iteratively, so depth is no limit), 
 each op's VJP for each argument's share of the gradient, sums it back to the
 argument's shape with `unbroadcast`, and accumulates shares where a value fans out.
 Every value and every share is rounded to the case's dtype, op by op, as TensorFlow
-rounds: NumPy computes some ops on float16/bfloat16 in float32 and would otherwise keep
-a precision the case did not ask for.
+rounds. For float16/bfloat16 each op is computed in float32 and rounded once, as
+TensorFlow's kernels do, rather than rounded after every NumPy step of its formula.
 
 `vjp_rule`, `reduce_to_shape`, `vjp`, `accumulate` and `backward` are the seams the fault
 catalogue overrides in subclasses; the correct path below never branches on a fault.
@@ -52,6 +52,14 @@ class Tensor:
         return f"Tensor({made_by}, shape={self.value.shape})"
 
 
+_LOW = ("float16", "bfloat16")
+
+
+def _working(value: np.ndarray) -> np.ndarray:
+    """float16/bfloat16 arrays in float32, to compute an op in; others as they are."""
+    return value.astype(np.float32) if value.dtype.name in _LOW else value
+
+
 def topological_order(output: Tensor) -> list[Tensor]:
     """Every tensor `output` depends on, each after all of its arguments (iterative DFS)."""
     order: list[Tensor] = []
@@ -95,13 +103,13 @@ class BuiltinEngine:
         return node.value
 
     def apply(self, op: Op, args: list[Tensor], attrs: dict[str, Any]) -> Tensor:
-        values = [a.value for a in args]
+        dtype = np.result_type(*(a.value for a in args))
+        values = [_working(a.value) for a in args]
         requires_grad = any(a.requires_grad for a in args)
         if requires_grad and not op.vjps:  # a user op declared without NumPy VJPs
             raise NotImplementedError(f"{op.name} declares no NumPy VJPs ({op.origin})")
         with np.errstate(all="ignore"):  # inf and nan are results to compare, not warnings
             out = op.forward(values, **attrs) if op.variadic else op.forward(*values, **attrs)
-        dtype = np.result_type(*values)
         return Tensor(np.asarray(out).astype(dtype, copy=False), op, args, attrs, requires_grad)
 
     # -- backward -------------------------------------------------------------------------
@@ -123,14 +131,15 @@ class BuiltinEngine:
         return grads
 
     def vjp(self, tensor: Tensor, i: int, g: np.ndarray) -> np.ndarray:
-        op, values = tensor.op, [a.value for a in tensor.args]
+        op, values = tensor.op, [_working(a.value) for a in tensor.args]
         assert op is not None
         rule = self.vjp_rule(op, i)
+        ans, work = _working(tensor.value), _working(g)
         with np.errstate(all="ignore"):
             if op.variadic:
-                share = rule(g, tensor.value, values, i, **tensor.attrs)
+                share = rule(work, ans, values, i, **tensor.attrs)
             else:
-                share = rule(g, tensor.value, *values, **tensor.attrs)
+                share = rule(work, ans, *values, **tensor.attrs)
         return np.asarray(share).astype(g.dtype, copy=False)
 
     # -- seams for the fault catalogue -------------------------------------------------------
