@@ -27,3 +27,24 @@ SPEC_FAULTS = (
     "backprop.traversal-order",
     "backprop.no-upstream",
 )
+
+# SPEC §6, the hint codes' table.
+SPEC_HINT_CODES = (
+    "forward-mismatch",
+    "missing-unbroadcast",
+    "unbroadcast-size1",
+    "shape-mismatch",
+    "transposed",
+    "scaled",
+    "sign-flip",
+    "zero-gradient",
+    "swapped-gradients",
+    "kink",
+    "precision",
+    "nan-mismatch",
+    "stale-gradients",
+    "op-vjp",
+    "backprop-driver",
+    "fault:<op>.<variant>",
+    "fault:backprop.<variant>",
+)

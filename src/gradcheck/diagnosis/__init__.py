@@ -108,12 +108,14 @@ def _forward_hint(evidence: Evidence) -> Hint:
     dtype = dtypes.judging_dtype(engine.dtype, case.dtype)
     rounding, worst = dtypes.within_rounding(evidence.reference.forward, engine.forward, dtype)
     if rounding and dtypes.lower_precision(engine.dtype, case.dtype):
-        why = dtypes.cause(dtype, case.dtype, idiom.frameworks(evidence.engine_factory, engine))
+        what, how = dtypes.cause(
+            dtype, case.dtype, idiom.frameworks(evidence.engine_factory, engine)
+        )
         return Hint(
             "precision",
             f"the forward value differs by {worst:.3g}, within {dtypes.ULPS} ulps of {dtype}: "
-            f"{why}",
-            why.split("; ", 1)[-1],
+            f"{what}",
+            how,
             "likely",
         )
     return Hint(

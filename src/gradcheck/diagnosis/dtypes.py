@@ -53,12 +53,12 @@ def within_rounding(want: np.ndarray, got: np.ndarray, dtype: str) -> tuple[bool
     return worst <= ULPS * machine_epsilon(dtype) * scale, worst
 
 
-def cause(engine_dtype: str, case_dtype: str, frameworks: frozenset[str]) -> str:
-    """Why the engine computes in `engine_dtype`, in its own library's terms."""
-    head = (
-        f"the engine returns {engine_dtype} on a {case_dtype} case: it computes in {engine_dtype}"
-    )
+def cause(engine_dtype: str, case_dtype: str, frameworks: frozenset[str]) -> tuple[str, str]:
+    """What happens (the engine computes in `engine_dtype`), and how that comes about and
+    is mended, in the engine's own library's terms."""
+    what = f"the engine returns {engine_dtype} on a {case_dtype} case: it computes in "
+    what += engine_dtype
     for library in ("jax", "torch", "tensorflow"):
         if library in frameworks:
-            return f"{head}; {_CAUSES[library]}"
-    return f"{head}; {_NUMPY_CAUSE}"
+            return what, _CAUSES[library]
+    return what, _NUMPY_CAUSE

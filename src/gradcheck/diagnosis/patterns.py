@@ -33,7 +33,8 @@ class Subject:
     dtype: str  # whose rounding the differences are judged by (the engine's, if less precise)
     others: Mapping[str, np.ndarray]  # the other inputs' reference gradients
     reduced_sizes: frozenset[int]  # sizes N of the axes that mean/sum reductions reduce
-    precision_cause: str | None = None  # why the engine computes in a lower precision
+    # what happens and how to mend it, when the engine computes in a lower precision
+    precision_cause: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
         # Gradients arrive in the engines' own dtypes; the analyses' ratios and sums
@@ -158,8 +159,8 @@ def _precision_hint(s: Subject) -> Iterator[Hint]:
         return
     if s.precision_cause:
         message = f"{s.name}: every difference is within {ULPS} ulps of {s.dtype} "
-        message += f"(max abs diff {worst:.3g}): {s.precision_cause}"
-        fix = s.precision_cause.split("; ", 1)[-1]
+        message += f"(max abs diff {worst:.3g}): {s.precision_cause[0]}"
+        fix = s.precision_cause[1]
     else:
         message = f"{s.name}: every difference is within {ULPS} ulps of {s.dtype} "
         message += f"(max abs diff {worst:.3g}): rounding, not a bug"

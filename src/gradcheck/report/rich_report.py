@@ -119,6 +119,9 @@ def headline(case: CaseResult) -> str:
 def _case_renderables(case: CaseResult, verbose: bool, width: int) -> Iterator[RenderableType]:
     if case.status == "passed":
         yield _status_line(case, case_id=f"{case.file}::{case.name}", detail=_duration(case))
+        for result in case.inputs:  # passed under a declared convention: say which
+            for hint in result.hints:
+                yield _indented(Text(f"{hint.code}: {hint.message}", style="dim"))
         if verbose:
             yield from _comparisons(case, verbose, width)
             yield Text()
@@ -197,6 +200,9 @@ def _error_body(case: CaseResult, verbose: bool) -> Iterator[RenderableType]:
         if not verbose:
             lines = lines[-TRACEBACK_TAIL_LINES:]
         yield _indented(_user_text("\n".join(lines), style="dim"))
+    if verbose and case.nodes:
+        yield _nodes(case)
+    yield from _hint_blocks(case)  # where the error is, when the diagnosis found it
     yield Text()
 
 
@@ -266,7 +272,9 @@ def _arrays(name: str, comparison: Comparison, width: int) -> RenderableType:
     if reference.shape == engine.shape:
         # inf - inf is NaN, which is exactly what the difference should show there.
         with np.errstate(invalid="ignore", over="ignore"):
-            blocks["engine - reference"] = np.subtract(engine, reference, dtype=np.float64)
+            blocks["engine - reference"] = np.subtract(
+                np.asarray(engine, np.float64), np.asarray(reference, np.float64)
+            )
     column_width = max(12, (width - 2 * (len(blocks) - 1)) // len(blocks))
     grid = Table(
         box=None,
@@ -279,12 +287,18 @@ def _arrays(name: str, comparison: Comparison, width: int) -> RenderableType:
     )
     for heading in blocks:
         grid.add_column(heading, overflow="fold")
-    grid.add_row(*(Text(_array_text(a, column_width)) for a in blocks.values()))
+    texts = [
+        _array_text(a, column_width, small=heading != "engine - reference")
+        for heading, a in blocks.items()
+    ]
+    grid.add_row(*map(Text, texts))
     return grid
 
 
-def _array_text(array: np.ndarray, width: int) -> str:
-    return np.array2string(array, precision=4, max_line_width=width, suppress_small=True)
+def _array_text(array: np.ndarray, width: int, *, small: bool = True) -> str:
+    """`small=False` for differences: a difference of 1e-7 must not print as `0.`."""
+    array = np.asarray(array, np.float64)  # bfloat16 prints as NumPy floats do
+    return np.array2string(array, precision=4, max_line_width=width, suppress_small=small)
 
 
 def _nodes(case: CaseResult) -> RenderableType:
@@ -313,8 +327,10 @@ def _hint_blocks(case: CaseResult) -> Iterator[RenderableType]:
         yield _indented(_top_hint(top))
         if others:
             yield _indented(_compact_hints("other explanations", others))
+    shown = [*case.hints, *(h for top in case.hints for h in top.also)]
     for result in case.inputs:
-        extra = [hint for hint in result.hints if hint not in case.hints]
+        extra = [hint for hint in result.hints if not any(hint is h for h in shown)]
+        extra = [hint for hint in extra if hint not in shown]
         if extra:
             yield _indented(_compact_hints(f"input {result.name}", extra))
 
@@ -332,10 +348,27 @@ def _top_hint(hint: Hint) -> Table:
         ),
     )
     grid.add_row("", Text(hint.message))
+    if hint.mechanism:
+        mechanism = Text(hint.mechanism, style="bold")
+        if hint.region:
+            mechanism.append(f"  where {hint.region}", style="")
+        grid.add_row("mechanism", mechanism)
     grid.add_row("fix", Text(hint.fix, style="green"))
     if hint.node:
         grid.add_row("node", Text(hint.node, style="cyan"))
+    if hint.also:
+        grid.add_row("also", Text("seen as " + "; ".join(_also(h) for h in hint.also), style="dim"))
     return grid
+
+
+def _also(hint: Hint) -> str:
+    """A folded hint in a few words: its code and where it applies."""
+    where = [hint.node] if hint.node else []
+    if hint.arg is not None:
+        where.append(f"arg {hint.arg}")
+    if hint.mechanism:
+        where.append(hint.mechanism)
+    return hint.code + (f" ({', '.join(where)})" if where else "")
 
 
 def _compact_hints(heading: str, hints: list[Hint]) -> RenderableType:
@@ -345,6 +378,7 @@ def _compact_hints(heading: str, hints: list[Hint]) -> RenderableType:
     for hint in hints:
         text = Text.assemble(
             (hint.code, "bold"),
+            f" [{hint.mechanism}]" if hint.mechanism else "",
             " (",
             (hint.confidence, CONFIDENCE_STYLE.get(hint.confidence, "")),
             ") ",
