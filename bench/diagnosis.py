@@ -15,8 +15,7 @@ import time
 from pathlib import Path
 
 from gradcheck.cases import Case, load_file
-from gradcheck.diagnosis.faults import FAULTS
-from gradcheck.diagnosis.faulty import FaultyEngine
+from gradcheck.diagnosis.faults import FAULTS, FaultyEngine
 from gradcheck.engines.adapters import load_engine
 from gradcheck.engines.tensorflow import load_tensorflow
 from gradcheck.runner import RunOptions, check_case

@@ -11,8 +11,7 @@ import pytest
 
 import engines_for_tests as E
 import gradcheck
-from gradcheck.diagnosis.faults import FAULTS
-from gradcheck.diagnosis.faulty import FaultyEngine
+from gradcheck.diagnosis.faults import FAULTS, FaultyEngine
 from gradcheck.engines.builtin import BuiltinEngine
 from gradcheck.errors import GradcheckError, UsageError
 

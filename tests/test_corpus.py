@@ -23,8 +23,7 @@ from corpus import BUGS, CASES, CORRECT_ENGINES, ROOT, Bug
 from gradcheck.cases import load_file
 from gradcheck.cases.model import Case, InvalidCase
 from gradcheck.cases.selection import matches
-from gradcheck.diagnosis.faults import CATALOGUE
-from gradcheck.diagnosis.faulty import FaultyEngine
+from gradcheck.diagnosis.faults import CATALOGUE, FaultyEngine
 from gradcheck.engines.adapters import load_engine
 from gradcheck.engines.driver import EngineFailure, EngineRun, run_engine
 from gradcheck.engines.protocol import EngineFactory

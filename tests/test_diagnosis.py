@@ -18,8 +18,7 @@ import gradcheck.diagnosis as diagnosis
 import gradcheck.runner as runner
 from gradcheck.cases import Case, load_file
 from gradcheck.diagnosis import patterns, rank
-from gradcheck.diagnosis.faults import FAULTS
-from gradcheck.diagnosis.faulty import FaultyEngine
+from gradcheck.diagnosis.faults import FAULTS, FaultyEngine
 from gradcheck.engines.builtin import BuiltinEngine
 from gradcheck.results import CaseResult, Hint
 from gradcheck.runner import RunOptions, run

@@ -17,8 +17,7 @@ from engines_for_tests import load_cases
 from gradcheck.cases import load_file
 from gradcheck.comparison.compare import ERROR_FACTOR, compare
 from gradcheck.diagnosis import dtypes
-from gradcheck.diagnosis.faults import FAULTS
-from gradcheck.diagnosis.faulty import FaultyEngine
+from gradcheck.diagnosis.faults import FAULTS, FaultyEngine
 from gradcheck.engines.builtin import BuiltinEngine
 from gradcheck.engines.driver import run_engine
 from gradcheck.engines.tensorflow import TensorFlowEngine

@@ -36,8 +36,7 @@ import yaml
 
 from gradcheck.cases import Case, load_file
 from gradcheck.comparison.compare import compare
-from gradcheck.diagnosis.faults import CATALOGUE, FAULTS, Fault
-from gradcheck.diagnosis.faulty import FaultyEngine
+from gradcheck.diagnosis.faults import CATALOGUE, FAULTS, Fault, FaultyEngine
 from gradcheck.engines.builtin import BuiltinEngine
 from gradcheck.engines.driver import run_engine
 from gradcheck.ops import has_op

@@ -344,7 +344,7 @@ def faults() -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from .diagnosis.faults import CATALOGUE
+    from .diagnosis.catalogue import CATALOGUE
 
     table = Table(box=None, pad_edge=False, show_lines=False)
     table.add_column("fault")

@@ -25,8 +25,7 @@ from . import dtypes, idiom
 from .conventions import kink_hint, observe
 from .errors import diagnose_error
 from .evidence import Evidence
-from .faults import FAULTS, Fault, fault_hint, relevant_faults
-from .faulty import FaultyEngine
+from .faults import FAULTS, Fault, FaultyEngine, fault_hint, relevant_faults
 from .kinks import kink_mask
 from .localise import NodeCheck, check_nodes
 from .mechanisms import Prober, op_vjp_hint

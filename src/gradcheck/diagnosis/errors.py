@@ -17,8 +17,7 @@ from ..ops import ShapeError
 from ..results import Hint
 from . import idiom
 from .evidence import Evidence
-from .faults import Fault, fault_hint, relevant_faults
-from .faulty import FaultyEngine
+from .faults import Fault, FaultyEngine, fault_hint, relevant_faults
 from .localise import NodeCheck, check_nodes
 
 PROBE_SIZE = 3  # every axis of the probe inputs

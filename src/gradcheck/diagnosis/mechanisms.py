@@ -25,8 +25,7 @@ from ..ops import ShapeError, unbroadcast
 from ..ops.broadcast import fmt_shape, sums_back
 from ..results import Confidence, Hint
 from . import idiom
-from .faults import CATALOGUE, Fault
-from .faulty import FaultyEngine
+from .faults import CATALOGUE, Fault, FaultyEngine
 from .localise import NodeCheck
 from .patterns import nice as nice_factor
 from .regions import describe

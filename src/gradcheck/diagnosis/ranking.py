@@ -12,7 +12,7 @@ mechanism, the input patterns it causes; a `nan-mismatch` under the node whose
 from __future__ import annotations
 
 from ..results import CONFIDENCE_RANK, Hint
-from .faults import FAULTS
+from .catalogue import FAULTS
 
 # Within a confidence tier: lower is more specific.
 _SPECIFICITY = {

@@ -190,17 +190,26 @@ def _hint_blocks(case: CaseResult) -> str:
     out = [
         f'<div class="hint top"><span class="code">{text(top.code)}</span> '
         f'<span class="dim">({text(top.confidence)})</span><br>{text(top.message)}'
-        f'<p class="fix">{text(top.fix)}</p>'
+        + (f"<p>mechanism <code>{text(top.mechanism)}</code>" if top.mechanism else "")
+        + (f" where <code>{text(top.region)}</code>" if top.region else "")
+        + ("</p>" if top.mechanism else "")
+        + f'<p class="fix">{text(top.fix)}</p>'
         + (f"<p>node <code>{text(top.node)}</code></p>" if top.node else "")
+        + (f'<p class="dim">also seen as {text(_also(top))}</p>' if top.also else "")
         + "</div>"
     ]
     if others:
         out.append(f"<h3>Other explanations</h3>{_hint_list(others)}")
+    folded = [*case.hints, *top.also]
     for result in case.inputs:
-        extra = [hint for hint in result.hints if hint not in case.hints]
+        extra = [hint for hint in result.hints if hint not in folded]
         if extra:
             out.append(f"<h3>Input {text(result.name)}</h3>{_hint_list(extra)}")
     return "".join(out)
+
+
+def _also(top: Hint) -> str:
+    return "; ".join(h.code + (f" ({h.node})" if h.node else "") for h in top.also)
 
 
 def _hint_list(hints: list[Hint]) -> str:
