@@ -1,9 +1,9 @@
 """What diagnosing a failure costs, measured against checking the same case.
 
 1. The question's case with the question's engine: the time diagnosis adds, after
-   TensorFlow is imported (target: under 1 s).
+   TensorFlow is imported (target: under 50 ms), mechanism probes included.
 2. A small MLP (inputs about 256x256) with a planted bug: a failing check with
-   diagnosis vs the same check with `--no-diagnose` (target: at most 20x).
+   diagnosis vs the same check with `--no-diagnose` (target: at most 10x).
 
     python bench/diagnosis.py
 """
@@ -20,7 +20,7 @@ from gradcheck.engines.adapters import load_engine
 from gradcheck.engines.tensorflow import load_tensorflow
 from gradcheck.runner import RunOptions, check_case
 
-REPEATS = 3
+REPEATS = 10
 MLP_CASE = """
 cases:
   - name: mlp_planted_bug
@@ -39,18 +39,21 @@ cases:
 """
 
 
-def best_of(case: Case, factory, options: RunOptions) -> tuple[float, object]:
-    best, result = float("inf"), None
-    for _ in range(REPEATS):
-        start = time.perf_counter()
-        result = check_case(case, factory, options)
-        best = min(best, time.perf_counter() - start)
-    return best, result
+def timed(case: Case, factory, options: RunOptions) -> tuple[float, object]:
+    start = time.perf_counter()
+    result = check_case(case, factory, options)
+    return time.perf_counter() - start, result
 
 
 def compare(label: str, case: Case, factory) -> float:
-    checked, plain = best_of(case, factory, RunOptions(diagnose=False))
-    diagnosed, result = best_of(case, factory, RunOptions())
+    """Best of REPEATS for each, the two runs taken in turn: on a busy machine a burst of
+    load then slows both alike instead of one of them."""
+    checked = diagnosed = float("inf")
+    for _ in range(REPEATS):
+        seconds, plain = timed(case, factory, RunOptions(diagnose=False))
+        checked = min(checked, seconds)
+        seconds, result = timed(case, factory, RunOptions())
+        diagnosed = min(diagnosed, seconds)
     assert plain.status == "failed" and result.hints, "the bench needs a failing case"
     print(
         f"{label}: check {checked * 1e3:.1f} ms, with diagnosis {diagnosed * 1e3:.1f} ms "
@@ -71,7 +74,7 @@ def main() -> None:
     ratio = compare(
         "MLP 256x256, sigmoid.from-input", mlp, lambda: FaultyEngine(FAULTS["sigmoid.from-input"])
     )
-    print(f"diagnosis / check on the MLP: {ratio:.1f}x (target <= 20x)")
+    print(f"diagnosis / check on the MLP: {ratio:.1f}x (target <= 10x)")
 
 
 if __name__ == "__main__":

@@ -11,11 +11,12 @@ turns a failure into a crash.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 
 import numpy as np
 
-from ..cases.model import Case
+from ..cases.model import LOW_PRECISION, Case
 from ..comparison.compare import compare
 from ..engines.builtin import BuiltinEngine
 from ..engines.driver import EngineFailure, Unsupported, run_engine
@@ -162,6 +163,7 @@ def _localise(evidence: Evidence) -> list[Hint]:
     )
     evidence.result.nodes = [c.result for c in checks]
     failing = [c for c in checks if c.result.status == "failed"]
+    evidence.node_faults = set()
     if failing:
         return [hint for check in failing for hint in node_hints(check, evidence)]
     if all(c.result.status == "passed" for c in checks) and evidence.result.forward.passed:
@@ -196,6 +198,8 @@ def node_hints(check: NodeCheck, evidence: Evidence) -> list[Hint]:
             )
         ]
     hints, prober, spell = [], Prober(check, evidence.conventions), evidence.spelling
+    if evidence.node_faults is not None:  # what the whole case's fingerprints may try
+        evidence.node_faults |= {f.name for fs in prober.fingerprints.values() for f in fs}
     for arg in check.result.args:
         mask = kink_mask(node, arg, check.inputs)
         mismatched = check.mismatches.get(arg)
@@ -212,13 +216,33 @@ def _fingerprints(evidence: Evidence) -> list[Hint]:
     case = evidence.case
     failing_ops = {n.op for n in evidence.result.nodes if n.status == "failed"}
     used_ops = {n.op.name for n in case.expression.op_nodes if n.op is not None}
-    candidates = relevant_faults(failing_ops or used_ops)
-    correct = _grads(evidence.builtin(), evidence)
+    candidates = [f for f in relevant_faults(failing_ops or used_ops) if _plausible(f, evidence)]
+    # What a fault must change something against: TensorFlow's answer, or in float16 and
+    # bfloat16, where rounding alone tells engines apart, the builtin engine's own.
+    low = case.dtype in LOW_PRECISION
+    correct = _grads(evidence.builtin(), evidence) if low else evidence.reference.grads
     return [
         fault_hint(f, case, evidence.spelling)
         for f in candidates
         if _reproduces(f, evidence, correct)
     ]
+
+
+def _plausible(fault: Fault, evidence: Evidence) -> bool:
+    """Whether the whole case is worth running with `fault` (each run costs a backward
+    pass): an op's fault only if it reproduced a node alone; a driver fault only where
+    it can make a difference, or shows (`no-upstream` fails every node alone)."""
+    nodes = evidence.result.nodes
+    if fault.driver == "no-upstream":
+        return bool(nodes) and all(n.status == "failed" for n in nodes)
+    if fault.driver is not None:  # accumulation and order matter only at a fan-out
+        return _fans_out(evidence.case)
+    return evidence.node_faults is None or fault.name in evidence.node_faults
+
+
+def _fans_out(case: Case) -> bool:
+    uses = Counter(id(arg) for node in case.expression.op_nodes for arg in node.args)
+    return any(count > 1 for count in uses.values())
 
 
 def _grads(engine: BuiltinEngine, evidence: Evidence) -> dict[str, np.ndarray] | None:

@@ -116,6 +116,12 @@ def _reproduced_on_probe(check: NodeCheck, fault: Fault, evidence: Evidence) -> 
     )
 
 
+def _short(message: str, limit: int = 160) -> str:
+    """An engine's error message on one line, cut where it would swamp the hint."""
+    line = " ".join(message.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
 def _raises_on_case(fault: Fault, evidence: Evidence) -> bool:
     case = evidence.case
     try:
@@ -136,7 +142,7 @@ def _node_hint(check: NodeCheck, arg: int, fault: Fault | None, spell: str) -> H
     assert op is not None and check.failure is not None
     says = (
         f"{node.text}: {op.name}'s VJP for argument {arg} ({node.args[arg].text}) raises when "
-        f"the node is checked alone ({check.failure.message})"
+        f"the node is checked alone ({_short(check.failure.message)})"
     )
     rule = f"{op.name}'s VJP for {idiom.param(op, arg)} is {idiom.rule(op, arg, spell)}"
     if fault is None:
@@ -150,12 +156,11 @@ def _node_hint(check: NodeCheck, arg: int, fault: Fault | None, spell: str) -> H
             arg=arg,
             mechanism="raises",
         )
-    probe = f"({PROBE_SIZE},) * rank"
     return Hint(
         "op-vjp",
-        f"{says}; the catalogue's {fault.name} raises there too, and on inputs whose axes are "
-        f"all {PROBE_SIZE} long ({probe}), where it does not raise, it reproduces the engine's "
-        f"VJP: {fault.summary}",
+        f"{says}; the catalogue's {fault.name} raises there too, and on inputs of the same "
+        f"ranks with every axis {PROBE_SIZE} long, where it does not raise, it reproduces the "
+        f"engine's VJP: {fault.summary}",
         f"{fault.fix}; {rule}",
         "exact",
         op=op.name,

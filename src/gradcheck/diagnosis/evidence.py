@@ -24,6 +24,8 @@ class Evidence:
     stale: list[str] = field(default_factory=list)
     failure: EngineFailure | None = None
     conventions: dict[str, str] = field(default_factory=dict)  # declared by the adapter
+    # The faults that reproduce a failing node alone; None until localisation has run.
+    node_faults: set[str] | None = None
 
     def builtin(self) -> BuiltinEngine:
         """The builtin engine that stands for the right answer: TensorFlow's conventions,

@@ -25,6 +25,7 @@ from ..ops import ShapeError, unbroadcast
 from ..ops.broadcast import fmt_shape, sums_back
 from ..results import Confidence, Hint
 from . import idiom
+from .catalogue import BINARY_ELEMENTWISE
 from .faults import CATALOGUE, Fault, FaultyEngine
 from .localise import NodeCheck
 from .patterns import nice as nice_factor
@@ -73,30 +74,34 @@ class Prober:
     @cached_property
     def fingerprints(self) -> dict[int, list[Fault]]:
         """For each argument: the catalogue faults of the node's op that reproduce the
-        engine's VJP of the node alone, on both cotangents."""
+        engine's VJP of the node alone, on the first cotangent and then on the second
+        (asked for only for the faults that passed the first)."""
         check, op = self.check, self.check.node.op
         assert op is not None and check.got is not None and check.want is not None
         found: dict[int, list[Fault]] = {}
         for fault in CATALOGUE:
             if fault.driver is not None or op.name not in fault.ops:
                 continue
-            runs = [(check.cotangent, check.got)]
-            if self.second is not None:
-                runs.append(self.second[:2])
-            faulty = [
-                self._reference(lambda f=fault: FaultyEngine(f, self.conventions), g)
-                for g, _ in runs
-            ]
-            for name in check.names:
-                arg = int(name[1:])
-                if all(
-                    run is not None
-                    and check.same(run.grads[name], got.grads[name])
-                    and not check.same(run.grads[name], check.want.grads[name])
-                    for run, (_, got) in zip(faulty, runs, strict=True)
-                ):
-                    found.setdefault(arg, []).append(fault)
+            factory = lambda f=fault: FaultyEngine(f, self.conventions)
+            first = self._reference(factory, check.cotangent)
+            args = self._reproduced(first, check.got, check.want)
+            if args and self.second is not None:
+                g2, got2, want2 = self.second
+                args &= self._reproduced(self._reference(factory, g2), got2, want2)
+            for arg in sorted(args):
+                found.setdefault(arg, []).append(fault)
         return found
+
+    def _reproduced(self, faulty: EngineRun | None, got: EngineRun, want: EngineRun) -> set[int]:
+        """The arguments whose gradient the faulty run reproduces, where it is not right."""
+        if faulty is None:
+            return set()
+        return {
+            int(name[1:])
+            for name in self.check.names
+            if self.check.same(faulty.grads[name], got.grads[name])
+            and not self.check.same(faulty.grads[name], want.grads[name])
+        }
 
     def _grid(self, arg: int, where: Callable[[np.ndarray, np.ndarray], np.ndarray]):
         """A probe for `describe`: the node on other inputs, `where(want, got)` for `arg`."""
@@ -184,19 +189,9 @@ class Prober:
                 "shape", f"gives the right values in {shapes}: it {what}", f"{lead}: {how}"
             )
         if got.size == want.size and self.check.same(want, got.reshape(want.shape)):
-            squeeze = tuple(d for d in got.shape if d != 1) == tuple(
-                d for d in want.shape if d != 1
-            )
-            if squeeze and got.ndim > want.ndim:
-                what = "keeps size-1 axes the argument does not have (keepdims left in)"
-            elif squeeze:
-                what = "lost the argument's size-1 axes (summed without keepdims)"
-            else:
-                what = "holds the right elements in the wrong layout (a missing reshape)"
+            what, how = _layout(got.shape, want.shape)
             return Finding(
-                "shape",
-                f"gives the right values in {shapes}: it {what}",
-                f"{lead}: reshape it to {fmt_shape(want.shape)}",
+                "shape", f"gives the right values in {shapes}: it {what}", f"{lead}: {how}"
             )
         return Finding(
             "shape",
@@ -354,6 +349,25 @@ class Prober:
         )
 
 
+def _layout(got: tuple[int, ...], want: tuple[int, ...]) -> tuple[str, str]:
+    """What is wrong with a gradient of the right elements in shape `got`, and the mend."""
+    same_axes = tuple(d for d in got if d != 1) == tuple(d for d in want if d != 1)
+    if same_axes and len(got) > len(want):
+        return (
+            "keeps size-1 axes the argument does not have (keepdims left in)",
+            f"drop them: reshape to {fmt_shape(want)}, or sum without keepdims",
+        )
+    if same_axes:
+        return (
+            "lost the argument's size-1 axes (summed without keepdims)",
+            "sum with keepdims=True over the axes where the argument has size 1",
+        )
+    return (
+        "holds the right elements in the wrong layout (a missing reshape)",
+        f"reshape it to {fmt_shape(want)}",
+    )
+
+
 def _arg_names(check: NodeCheck) -> list[str]:
     return [f"a{i}" for i in range(len(check.node.args))]
 
@@ -372,6 +386,9 @@ def op_vjp_hint(check: NodeCheck, arg: int, finding: Finding, spell: str) -> Hin
     param = idiom.param(op, arg)
     rule = idiom.rule(op, arg, spell) if op.rule(arg) else None
     fix = finding.fix + (f"; {op.name}'s VJP for {param} is {rule}" if rule else "")
+    shape = node.args[arg].shape
+    if rule and op.name in BINARY_ELEMENTWISE and shape != node.shape:
+        fix += f", summed back to {param}'s shape {fmt_shape(shape)} (unbroadcast)"
     return Hint(
         "op-vjp",
         f"{node.text}: {op.name}'s VJP for argument {arg} ({node.args[arg].text}) {finding.says}",
