@@ -22,3 +22,35 @@ def test_readme_user_op_example_is_the_tested_file():
     source = (ROOT / "examples" / "custom_op" / "softplus_ops.py").read_text()
     body = source.split('"""', 2)[2].lstrip("\n")
     assert f"```python\n{body}```" in readme
+
+
+def mechanism_rows() -> list[tuple[str, str, str]]:
+    """(mechanism, the example's message, the bug class) of each row of the README's
+    mechanism table."""
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("### Mechanisms: what is wrong with the rule", 1)[1].split("###", 1)[0]
+    rows = []
+    for line in table.splitlines():
+        found = re.match(r"\| `([^`]+)`.*?\| `([^`]+)`.*\(`(\w+_bugs\.py:\w+)`", line)
+        if found:
+            rows.append(found.groups())
+    return rows
+
+
+def test_readme_shows_an_example_of_each_mechanism_from_a_real_run():
+    from corpus import BUGS
+    from gradcheck.runner import RunOptions, run
+    from test_corpus import bug_case, engine
+
+    rows = mechanism_rows()
+    assert len(rows) == 12  # one row per mechanism, the error row last
+    shown = {m.split(":")[0] for m, _, _ in rows}
+    assert {"ignores-upstream", "not-linear", "identity", "zero", "scaled", "sign-flip",
+            "transposed", "shape", "nan-region", "fault", "formula"} <= shown  # fmt: skip
+    for mechanism, message, spec in rows:
+        bug = next(b for b in BUGS if b.engine.endswith(spec) and b.mechanism)
+        [case] = run([bug_case(bug)], engine(bug.engine), RunOptions()).cases
+        top = case.hints[0]
+        assert top.mechanism.split(":")[0] in mechanism, (spec, top.mechanism)
+        parts = [p for p in message.split("…") if p.strip(" ()")]
+        assert all(p.strip(" ()") in top.message for p in parts), (spec, top.message)
