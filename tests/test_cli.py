@@ -192,6 +192,10 @@ def test_faults_lists_every_catalogue_entry():
     for code in codes:
         assert code in result.stdout
     assert {f"fault:{name}" for name in SPEC_FAULTS} <= codes
+    flat = " ".join(result.stdout.split())
+    for fault in CATALOGUE:  # where a public report of the bug class is known, it is shown
+        if fault.seen:
+            assert f"seen: {fault.seen}" in flat, fault.name
 
 
 def test_schema_is_a_draft_2020_12_schema_that_every_shipped_case_file_satisfies():

@@ -574,3 +574,86 @@ def test_a_diagnosis_step_that_raises_leaves_a_note_not_a_crash(
     assert result.hints, "the other steps still explain the failure"
     if step != "fingerprints":
         assert result.hints[0].code == "fault:mul.self"
+
+
+# -- folding: consequences of the top hint are not its rivals ---------------------------
+
+
+def test_a_fingerprint_folds_what_it_explains(tmp_path):
+    case = make_case(tmp_path, "x + b", {"x": normal(2, 3), "b": normal(3)})
+    result = check(case, lambda: FaultyEngine(FAULTS["broadcast.no-reduce"]))
+    top = result.hints[0]
+    assert top.code == "fault:broadcast.no-reduce"
+    # missing-unbroadcast and the node's op-vjp follow from the fault: under it, not beside
+    assert {"missing-unbroadcast", "op-vjp"} <= set(codes(top.also))
+    assert not {"missing-unbroadcast", "op-vjp"} & set(codes(result.hints))
+    [vjp] = [h for h in top.also if h.code == "op-vjp"]
+    assert (vjp.op, vjp.arg, vjp.mechanism) == ("add", 1, "fault:broadcast.no-reduce")
+
+
+def test_nan_mismatch_merges_into_the_nodes_nan_region(tmp_path):
+    # sigmoid's VJP written as exp(-t) / (1 + exp(-t))**2: inf / inf once exp(-t) overflows
+    engine = with_vjp("sigmoid", 0, lambda g, ans, t: g * np.exp(-t) / (1 + np.exp(-t)) ** 2)
+    inputs = {"x": [[-800.0, 1.0, 2.0], [0.5, -900.0, 3.0]], "y": [[0.1, 0.2, 0.3]] * 2}
+    result = check(make_case(tmp_path, "sigmoid(x - y) * y", inputs), engine)
+    top = result.hints[0]
+    assert (top.code, top.op, top.mechanism) == ("op-vjp", "sigmoid", "nan-region")
+    assert top.region == "exp(-(x - y)) overflows"  # told apart from `x - y < 0` on a grid
+    assert "nan-mismatch" in codes(top.also)
+    assert "nan-mismatch" not in codes(result.hints)
+    assert input_hints(result, "x")[0].code == "nan-mismatch"  # the input's own hints keep it
+
+
+def test_two_failing_nodes_are_both_named_not_folded(tmp_path):
+    class TwoBugs(BuiltinEngine):
+        def vjp_rule(self, op, i):
+            if op.name == "exp":
+                return lambda g, ans, x: ans  # ignores upstream
+            if op.name == "sin":
+                return lambda g, ans, x: -g * np.cos(x)  # sign
+            return super().vjp_rule(op, i)
+
+    result = check(make_case(tmp_path, "exp(x) * sin(y)", XY), TwoBugs)
+    localised = {(h.op, h.mechanism) for h in result.hints if h.code == "op-vjp"}
+    assert localised == {("exp", "ignores-upstream"), ("sin", "sign-flip")}
+
+
+# -- errors get a diagnosis ------------------------------------------------------------------
+
+
+def test_an_engine_whose_grad_always_raises_is_a_driver_problem(tmp_path):
+    from engines_for_tests import RaisingGrad
+
+    [result] = run([make_case(tmp_path, "exp(x) * y", XY)], RaisingGrad, RunOptions()).cases
+    assert result.status == "error"
+    [top] = result.hints
+    assert (top.code, top.confidence) == ("backprop-driver", "likely")
+    assert "raises on every op node checked alone" in top.message
+    assert [n.status for n in result.nodes] == ["error", "error"]
+
+
+def test_an_error_in_one_rule_is_localised_to_its_node_and_argument(tmp_path):
+    def boom(g, ans, a, b):
+        raise ValueError("no VJP for b here")
+
+    case = make_case(
+        tmp_path, "exp(x) / y", {"x": normal(2, 3), "y": {"shape": [2, 3], "init": "positive"}}
+    )
+    [result] = run([case], with_vjp("div", 1, boom), RunOptions()).cases
+    assert result.status == "error"
+    top = result.hints[0]
+    assert (top.code, top.op, top.arg, top.mechanism) == ("op-vjp", "div", 1, "raises")
+    assert "no VJP for b here" in top.message
+    assert "`-g * a / b**2`" in top.fix
+    assert [(n.op, n.status, n.args) for n in result.nodes] == [
+        ("exp", "passed", []),
+        ("div", "error", [1]),
+    ]
+
+
+def test_an_error_case_without_diagnosis_has_no_hints(tmp_path):
+    from engines_for_tests import RaisingGrad
+
+    case = make_case(tmp_path, "exp(x) * y", XY)
+    [result] = run([case], RaisingGrad, RunOptions(diagnose=False)).cases
+    assert result.status == "error" and result.hints == [] and result.nodes == []

@@ -91,3 +91,26 @@ def test_a_localised_fix_states_the_correct_rule_in_the_engines_spelling():
             assert f"`{op.rule(hint.arg, 'tensorflow')}`" in hint.fix, (where, hint.fix)
         checked += 1
     assert checked > 50
+
+
+def test_every_localised_hint_carries_its_mechanism():
+    localised = [(w, h) for w, h in produced() if h.code in ("op-vjp", "kink")]
+    assert localised
+    for where, hint in localised:
+        assert hint.mechanism, (where, hint.message)
+        assert hint.to_dict()["mechanism"] == hint.mechanism
+
+
+def test_the_engines_idiom_comes_from_its_imports_or_its_arrays():
+    from gradcheck.diagnosis import idiom
+    from gradcheck.engines.builtin import BuiltinEngine
+    from gradcheck.engines.driver import EngineRun
+    from test_corpus import engine as corpus_engine
+
+    tfop = corpus_engine("tests/corpus/tfop_engine.py:Engine")
+    assert idiom.spelling(idiom.frameworks(tfop)) == "tensorflow"  # it imports tensorflow
+    tape = corpus_engine("tests/corpus/tape_engine.py:Engine")
+    assert idiom.spelling(idiom.frameworks(tape)) == "numpy"
+    returned_tf = EngineRun(None, {}, array_module="tensorflow")  # its arrays say so
+    assert idiom.spelling(idiom.frameworks(BuiltinEngine, returned_tf)) == "tensorflow"
+    assert "numpy" in idiom.frameworks(tape)

@@ -393,3 +393,74 @@ def test_rich_colour_follows_no_color(run: RunResult, monkeypatch: pytest.Monkey
     assert colour_codes()
     monkeypatch.setenv("NO_COLOR", "1")
     assert not colour_codes()
+
+
+# -- mechanisms, folded hints, conventions, small differences --------------------------------
+
+PROBED = Hint(
+    code="op-vjp",
+    message="sigmoid(x): sigmoid's VJP for argument 0 (x) gives NaN/Inf where exp(-x) "
+    "overflows, where the right VJP is finite",
+    fix="compute the derivative without overflowing; sigmoid's VJP for x is `g * y * (1 - y)`",
+    confidence="exact",
+    op="sigmoid",
+    node="sigmoid(x)",
+    arg=0,
+    mechanism="nan-region",
+    region="exp(-x) overflows",
+    also=[NAN],
+)
+
+
+def _one(case: CaseResult) -> RunResult:
+    return RunResult(engine="e", reference="tensorflow 2", cases=[case], duration_s=0.1)
+
+
+def _probed() -> CaseResult:
+    case = _failed()
+    case.hints = [PROBED]
+    case.inputs[0].hints = [NAN]
+    return case
+
+
+def test_json_hint_carries_mechanism_region_and_what_is_folded_into_it() -> None:
+    [hint] = to_dict(_one(_probed()), tool_version="1")["cases"][0]["hints"]
+    assert (hint["mechanism"], hint["region"], hint["arg"]) == (
+        "nan-region",
+        "exp(-x) overflows",
+        0,
+    )
+    assert hint["also"] == [{"code": "nan-mismatch", "message": NAN.message}]
+
+
+def test_rich_top_hint_shows_mechanism_and_folded_hints_once() -> None:
+    out = _rich(_one(_probed()))
+    assert "mechanism nan-region where exp(-x) overflows" in " ".join(out.split())
+    assert "seen as nan-mismatch" in out
+    assert out.count(NAN.message) == 0  # folded: named in `also`, not repeated per input
+
+
+def test_rich_prints_small_differences_legibly() -> None:
+    reference = np.array([[1.0, 2.0], [3.0, 4.0]])
+    engine = reference + np.array([[1e-7, 0.0], [-2e-8, 0.0]])
+    case = _failed()
+    case.inputs = [InputResult("x", _comparison(reference, engine))]
+    out = _rich(_one(case))
+    difference = out.split("engine - reference", 1)[1]
+    assert re.search(r"\b1\.0*e-07", difference) and re.search(r"-2\.0*e-08", difference)
+    assert not re.search(r"-0\.(\s|\])", difference)  # never `0.`/`-0.` for them
+
+
+def test_rich_passing_case_shows_its_convention_note() -> None:
+    note = Hint("convention", "x passes under the engine's declared conventions: …", "nothing",
+                "exact")  # fmt: skip
+    case = _passed()
+    case.inputs[0].hints = [note]
+    out = _rich(_one(case))
+    assert "convention: x passes under the engine's declared conventions" in out
+
+
+def test_rich_error_shows_its_diagnosis() -> None:
+    case = _error()
+    case.hints = [PROBED]
+    assert "mechanism nan-region" in " ".join(_rich(_one(case)).split())

@@ -350,7 +350,10 @@ def faults() -> None:
     table.add_column("fault")
     table.add_column("the bug, and its fix")
     for fault in CATALOGUE:
-        table.add_row(fault.code, f"{escape(fault.summary)}.\n[dim]fix: {escape(fault.fix)}[/dim]")
+        seen = f"\n[dim]seen: {escape(fault.seen)}[/dim]" if fault.seen else ""
+        table.add_row(
+            fault.code, f"{escape(fault.summary)}.\n[dim]fix: {escape(fault.fix)}[/dim]{seen}"
+        )
     _console().print(table)
 
 
