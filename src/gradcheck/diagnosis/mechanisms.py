@@ -31,6 +31,8 @@ from .localise import NodeCheck
 from .patterns import nice as nice_factor
 from .regions import describe
 
+# Which elements of the argument's gradient a probe describes: `where(want, got)`.
+Where = Callable[[np.ndarray, np.ndarray], np.ndarray]
 # Coefficients of the linearity probe: vjp(A*g1 + B*g2) must be A*vjp(g1) + B*vjp(g2).
 A, B = 0.75, -1.5
 
@@ -103,7 +105,13 @@ class Prober:
             and not self.check.same(faulty.grads[name], want.grads[name])
         }
 
-    def _grid(self, arg: int, where: Callable[[np.ndarray, np.ndarray], np.ndarray]):
+    def _region(self, arg: int, mask: np.ndarray, where: Where) -> str:
+        """Where `mask` lies, in terms of the node's inputs, probed on a grid if need be."""
+        check = self.check
+        output = check.want.forward if check.want else None
+        return describe(mask, check.node, check.inputs, output, self._grid(arg, where))
+
+    def _grid(self, arg: int, where: Where):
         """A probe for `describe`: the node on other inputs, `where(want, got)` for `arg`."""
         check, op = self.check, self.check.node.op
         assert op is not None
@@ -204,9 +212,7 @@ class Prober:
         bad = _nan_where(want, got)
         if not bad.any() or not (self.check.close(want, got) | bad).all():
             return None
-        check = self.check
-        output = check.want.forward if check.want else None
-        region = describe(bad, check.node, check.inputs, output, self._grid(arg, _nan_where))
+        region = self._region(arg, bad, _nan_where)
         return Finding(
             "nan-region",
             f"gives NaN/Inf where {region}, where the right VJP is finite (and is right elsewhere)",
@@ -263,10 +269,7 @@ class Prober:
                 "is zero everywhere: the gradient is not propagated to this argument",
                 "propagate the gradient: do not detach, drop or overwrite it with zeros",
             )
-        output = self.check.want.forward if self.check.want else None
-        region = describe(
-            wrong, self.check.node, self.check.inputs, output, self._grid(arg, _zero_where)
-        )
+        region = self._region(arg, wrong, _zero_where)
         return Finding(
             "zero",
             f"is zero where {region}, where the right VJP is not (and is right elsewhere)",
