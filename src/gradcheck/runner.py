@@ -208,8 +208,9 @@ def _check(
     if result.status == "passed" and nothing_judged(reference):
         result.status = "skipped"  # the reference could judge no gradient element at all
     if failed:
-        evidence = Evidence(case, reference, got, result, engine_factory, stale)
-        evidence.conventions = declared
+        evidence = Evidence(
+            case, reference, got, result, engine_factory, stale, conventions=declared
+        )
         notes += diagnose(evidence) if options.diagnose else []
     elif any(item.hints for item in result.inputs):
         notes.append("passed under the engine's declared conventions")
