@@ -6,9 +6,20 @@
    diagnosis vs the same check with `--no-diagnose` (target: at most 10x).
 
     python bench/diagnosis.py
+
+NumPy's BLAS runs on one thread here (unless OPENBLAS_NUM_THREADS is set): on a 2-core
+machine that other jobs load, OpenBLAS's spinning threads make the diagnosis's many
+small matmuls 3-6x slower from one run to the next, and the ratio measures that, not
+gradcheck. `OPENBLAS_NUM_THREADS=0 python bench/diagnosis.py` measures with BLAS's own
+default.
 """
 
 from __future__ import annotations
+
+import os
+
+if os.environ.setdefault("OPENBLAS_NUM_THREADS", "1") == "0":  # before NumPy is imported
+    del os.environ["OPENBLAS_NUM_THREADS"]
 
 import tempfile
 import time
@@ -64,6 +75,7 @@ def compare(label: str, case: Case, factory) -> float:
 
 
 def main() -> None:
+    print(f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'default')}")
     load_tensorflow()
     seed = next(c for c in load_file("cases/seed.yaml") if isinstance(c, Case))
     compare("seed case, seed engine", seed, load_engine("examples/seed_engine.py"))
