@@ -6,8 +6,8 @@
   and kink cases when their adapters declare them (with a `convention` note where it
   mattered), and fail exactly the kink cases, each with the `kink` mechanism that names
   their choice, when they do not;
-* two real engines gradcheck did not write, mygrad and HIPS autograd, the same way, and
-  autograd's open broadcast_to bug (HIPS/autograd#384) is localised, not a crash;
+* real engines gradcheck did not write (mygrad, PyTorch, JAX, HIPS autograd) the same
+  way, and autograd's open broadcast_to bug (HIPS/autograd#384) is localised, not a crash;
 * a declaration that is wrong is an error at load time, and one that does not match
   what the engine does is said so.
 """
@@ -24,7 +24,9 @@ import pytest
 from gradcheck.cases import load_file
 from gradcheck.engines.adapters import load_engine
 from gradcheck.engines.builtin import BuiltinEngine
+from gradcheck.engines.driver import run_engine
 from gradcheck.errors import UsageError
+from gradcheck.expression import parse
 from gradcheck.ops import get_op
 from gradcheck.ops.conventions import CONVENTIONS, TENSORFLOW, check_declared
 from gradcheck.runner import RunOptions, run
@@ -246,47 +248,77 @@ def test_a_wrong_declaration_is_a_usage_error_at_load_time(tmp_path, declared, s
 
 # -- real engines --------------------------------------------------------------------------
 
-# What each real engine does at kinks and ties, found by probing it (and declared in its
-# adapter): the mechanism its undeclared twin must get, per op.
-REAL_ENGINES = {
-    "mygrad_engine.py:Engine": {"maximum": "maximum:none", "minimum": "minimum:none",
-                                "max": "max:first", "min": "min:first", "pow": "pow:nan"},
-    "autograd_engine.py:Engine": {"maximum": "maximum:split", "minimum": "minimum:split",
-                                  "relu": "relu:half", "pow": "pow:nan"},
-}  # fmt: skip
+# Engines gradcheck did not write: mygrad (its adapter is tests/real_engines/) and the
+# ready adapters for PyTorch, JAX and HIPS autograd. Each declares its conventions; what
+# each declaration says is probed in tests/test_stock_engines.py (and for mygrad below).
+REAL_ENGINES = [f"{ROOT / REAL}/mygrad_engine.py:Engine", "torch", "jax", "autograd"]
 
 
-@pytest.mark.parametrize("spec", list(REAL_ENGINES))
+def real(spec: str):
+    return load_engine(spec)
+
+
+@pytest.mark.parametrize("spec", REAL_ENGINES, ids=lambda s: s.split("/")[-1])
 def test_a_real_engine_with_its_declared_conventions_passes(spec):
-    result = quietly(shipped_cases() + kink_cases()[:8], engine(f"{REAL}/{spec}"))
-    bad = [c for c in result.cases if not c.passed]
-    if spec.startswith("autograd"):
-        # HIPS/autograd#384 (open since 2018): broadcast_to's VJP cannot add leading axes.
-        # gradcheck localises it to that node and argument instead of reporting a crash.
-        [case] = bad
-        assert (case.name, case.status) == ("broadcast_to", "error")
-        top = case.hints[0]
-        assert (top.code, top.op, top.arg, top.mechanism) == ("op-vjp", "broadcast_to", 0, "raises")
-        assert "Can't handle extra leading dims" in top.message
-        assert "np.sum(g, summed_axes).reshape(x.shape)" in top.fix
-    else:
-        assert not bad, [(c.name, c.status, c.message) for c in bad]
+    result = quietly(shipped_cases() + kink_cases()[:8], real(spec))
+    bad = [(c.name, c.status, c.message) for c in result.cases if not c.passed]
+    assert not bad
     assert sum(c.status == "passed" for c in result.cases) > 90
+    assert any(i.hints for c in result.cases for i in c.inputs)  # a declaration mattered
 
 
-@pytest.mark.parametrize("spec", list(REAL_ENGINES))
+@pytest.mark.parametrize("spec", REAL_ENGINES, ids=lambda s: s.split("/")[-1])
 def test_a_real_engine_without_its_declarations_gets_each_convention_named(spec):
-    expected = REAL_ENGINES[spec]
-    result = quietly(kink_cases(), undeclared(f"{REAL}/{spec}"))
+    factory = real(spec)
+    declared = dict(factory.conventions)
+    twin = type(f"{factory.__name__}Undeclared", (factory,), {"conventions": {}})
+    result = quietly(kink_cases(), twin)
     seen = set()
     for case in result.cases:
         op_name = CASE_OP[case.name]
-        if op_name not in expected:
+        if op_name not in declared:
             assert case.status == "passed", (case.name, case.message)
             continue
-        if case.status == "passed":  # e.g. relu(x) alone, not through maximum
+        if case.status == "passed":  # a case where the convention shows nowhere
             continue
         top = case.hints[0]
-        assert (top.code, top.mechanism) == ("kink", expected[op_name]), case.name
+        assert (top.code, top.mechanism) == ("kink", f"{op_name}:{declared[op_name]}"), case.name
         seen.add(top.mechanism)
-    assert seen == set(expected.values())
+    assert seen == {f"{op}:{name}" for op, name in declared.items()}
+
+
+def test_mygrads_declarations_are_what_it_does():
+    # mygrad: a maximum tie to neither side (0/0), a max/min tie to the first element
+    factory = real(REAL_ENGINES[0])
+    assert shares_of(factory, "maximum", [np.array([2.0]), np.array([2.0])]) == [[0.0], [0.0]]
+    assert shares_of(factory, "max", [np.array([3.0, 3.0, 3.0])]) == [[1.0, 0.0, 0.0]]
+    assert factory.conventions["maximum"] == "none" and factory.conventions["max"] == "first"
+
+
+def shares_of(factory, op_name: str, args: list[np.ndarray]) -> list[list[float]]:
+    names = [f"a{i}" for i in range(len(args))]
+    text = f"{op_name}({', '.join(names)})"
+    expression = parse(text, {n: a.shape for n, a in zip(names, args, strict=True)})
+    cotangent = np.ones(expression.output.shape)
+    got = run_engine(factory(), expression, dict(zip(names, args, strict=True)), names, cotangent)
+    return [got.grads[n].tolist() for n in names]
+
+
+def test_autograds_open_broadcast_to_bug_is_localised_not_a_crash():
+    """HIPS/autograd#384 (open since 2018): broadcast_to's VJP cannot add leading axes.
+    The ready adapter works around it; without the workaround, gradcheck localises it."""
+    import autograd.numpy as anp
+
+    stock = real("autograd")
+    plain = type(
+        "PlainBroadcast",
+        (stock,),
+        {"broadcast_to": lambda self, x, shape: anp.broadcast_to(x, tuple(shape))},
+    )
+    cases = [c for c in shipped_cases() if c.name == "broadcast_to"]
+    [case] = quietly(cases, plain).cases
+    assert case.status == "error"
+    top = case.hints[0]
+    assert (top.code, top.op, top.arg, top.mechanism) == ("op-vjp", "broadcast_to", 0, "raises")
+    assert "Can't handle extra leading dims" in top.message
+    assert "np.sum(g, summed_axes).reshape(x.shape)" in top.fix

@@ -169,7 +169,7 @@ def _check(
         return
     except EngineFailure as failure:
         _error(result, failure.message, failure)
-        if options.diagnose and failure.what == "grad":  # raised while differentiating
+        if options.diagnose and failure.what in ("grad", "vjp"):  # raised differentiating
             evidence = Evidence(case, reference, None, result, engine_factory, failure=failure)
             result.message = "; ".join([failure.message, *diagnose(evidence)])
         return

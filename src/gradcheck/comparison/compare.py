@@ -11,8 +11,9 @@ Low precision (float16, bfloat16): two engines that round at every op, each its 
 disagree by more than ``rtol * abs(want)`` on small elements however right both are. So
 a float64 answer for the same rounded inputs (`exact`) may be given, and an element then
 also passes when the engine is no further from it than `ERROR_FACTOR` times the
-reference's own worst error on that array (plus ``atol``): an engine is judged by how
-far it is from the exact answer, next to how far the reference itself is.
+reference's own worst error on that array (at least ``rtol`` times its largest value;
+plus ``atol``): an engine is judged by how far it is from the exact answer, next to how
+far the reference itself is.
 """
 
 from __future__ import annotations
@@ -48,10 +49,15 @@ def close_mask(
 def _near_exact(
     want: np.ndarray, got: np.ndarray, exact: np.ndarray, tolerance: Tolerance
 ) -> np.ndarray:
-    """Where `got` is no further from `exact` than the reference's own error allows."""
+    """Where `got` is no further from `exact` than the reference's own error allows. That
+    error is taken as at least `rtol` (the dtype's, as this rule is for cases without a
+    tolerance of their own) times the array's largest value: on a few elements the
+    reference may round luckily, and one rounding of that size is always possible."""
     with np.errstate(invalid="ignore", over="ignore"):
         error = np.abs(want - exact)
         worst = float(np.max(error, where=np.isfinite(error), initial=0.0))
+        scale = float(np.max(np.abs(exact), where=np.isfinite(exact), initial=0.0))
+        worst = max(worst, tolerance.rtol * scale)
         return np.abs(got - exact) <= ERROR_FACTOR * worst + tolerance.atol
 
 
