@@ -272,9 +272,11 @@ class Spelling(str, enum.Enum):
 @boundary
 def ops(
     ops_files: OpsFiles = None,
+    rules: Annotated[bool, typer.Option("--rules", help="Add each op's VJP rules.")] = False,
     spelling: Annotated[
-        Spelling, typer.Option(help="Write the VJP rules in NumPy or TensorFlow spelling.")
-    ] = Spelling.numpy,
+        Spelling | None,
+        typer.Option(help="The VJP rules in NumPy or TensorFlow spelling (implies --rules)."),
+    ] = None,
     markdown: Annotated[
         bool, typer.Option("--markdown", help="A Markdown table (docs/ops.md), both spellings.")
     ] = False,
@@ -289,17 +291,21 @@ def ops(
     if markdown:
         typer.echo(_ops_markdown(), nl=False)
         return
+    spell = (spelling or Spelling.numpy).value if rules or spelling else None
     table = Table(box=None, pad_edge=False)
     for column in ("op", "TensorFlow", "operator", "meaning"):
         table.add_column(column)
-    table.add_column(f"VJP ({spelling.value})", overflow="fold", min_width=24)
+    if spell:
+        table.add_column(f"VJP ({spell})", overflow="fold", min_width=24)
     for op in all_ops():
         operator = {"u-": "-x"}.get(op.operator or "", op.operator or "")
-        rules = "\n".join(_rule_lines(op, spelling.value))
         # Text, not markup: `concat([values, ...], axis=0)` would lose its `[values, ...]`.
         tf_name = op.tf_name or "none: --reference numeric"
         doc = f"{op.doc} [user op, {op.origin}]" if op.origin else op.doc
-        table.add_row(*map(Text, (op.signature, tf_name, operator, doc, rules)))
+        cells = [op.signature, tf_name, operator, doc]
+        if spell:
+            cells.append("\n".join(_rule_lines(op, spell)))
+        table.add_row(*map(Text, cells))
     _console().print(table)
 
 

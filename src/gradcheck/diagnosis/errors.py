@@ -108,7 +108,7 @@ def _reproduced_on_probe(check: NodeCheck, fault: Fault, evidence: Evidence) -> 
     try:
         got = check.run(check.engine_factory, cotangent, inputs)
         faulty = check.run(lambda: FaultyEngine(fault, evidence.conventions), cotangent, inputs)
-        right = check.run(check.reference_factory, cotangent, inputs)
+        right = check.right(cotangent, inputs)
     except (EngineFailure, Unsupported):
         return False
     return all(check.same(faulty.grads[n], got.grads[n]) for n in got.grads) and not all(

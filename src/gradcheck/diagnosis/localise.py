@@ -89,12 +89,19 @@ class NodeCheck:
                 values[f"a{i}"] = np.asarray(arg.literal, self.cotangent.dtype)
         return run_engine(factory(), expression, values, wrt or names, cotangent)
 
-    def reference(self, cotangent: np.ndarray) -> EngineRun:
-        """The right VJPs of the node on its own inputs: the builtin engine's backward from
-        the node's value in the case, without computing that value a second time."""
-        if self.output is None:
-            return self.run(self.reference_factory, cotangent)
-        engine, op = self.reference_factory(), self.node.op
+    def right(
+        self, cotangent: np.ndarray, inputs: Mapping[str, np.ndarray] | None = None
+    ) -> EngineRun:
+        """The right VJPs of the node (on other `inputs` if given): the builtin engine's,
+        on the node's own inputs from its value in the case without computing that value
+        again; finite differences for a user op declared without NumPy VJPs."""
+        op = self.node.op
+        if not op.vjps:
+            expression, _ = single_op(self.node)
+            values = dict(inputs or self.inputs)
+            return numeric_run(expression, values, self.names, cotangent, self.tolerance, self.seed)
+        if inputs is not None or self.output is None:
+            return self.run(self.reference_factory, cotangent, inputs)
         args = [
             Tensor(self.inputs[f"a{i}"], requires_grad=True, name=f"a{i}")
             if f"a{i}" in self.inputs
@@ -102,7 +109,7 @@ class NodeCheck:
             for i, arg in enumerate(self.node.args)
         ]
         out = Tensor(self.output, op, args, dict(self.node.attrs), requires_grad=True)
-        grads = engine.backward(out, np.asarray(cotangent, self.output.dtype))
+        grads = self.reference_factory().backward(out, np.asarray(cotangent, self.output.dtype))
         return EngineRun(
             self.output, {t.name: grads.get(t, np.zeros_like(t.value)) for t in args if t.name}
         )
@@ -114,7 +121,7 @@ class NodeCheck:
         if not self.low_precision:
             return None
         upcast = {n: np.asarray(v, np.float64) for n, v in (inputs or self.inputs).items()}
-        return self.run(self.reference_factory, np.asarray(cotangent, np.float64), upcast)
+        return self.right(np.asarray(cotangent, np.float64), upcast)
 
     def same(self, want: np.ndarray, got: np.ndarray, exact: np.ndarray | None = None) -> bool:
         if compare(want, got, self.tolerance, exact).passed:
@@ -178,14 +185,9 @@ def _check_node(check: NodeCheck) -> None:
         check.result.status = "error"
         check.failure = failure
         return
-    if check.node.op.vjps:
-        check.want = check.reference(check.cotangent)
-    else:  # a user op without NumPy VJPs: finite differences judge it
-        expression, _ = single_op(check.node)
-        numeric = numeric_run(
-            expression, check.inputs, check.names, check.cotangent, check.tolerance, check.seed
-        )
-        check.want = judged_part(numeric, check.got)
+    check.want = check.right(check.cotangent)
+    if not check.node.op.vjps:  # finite differences: only what they can judge
+        check.want = judged_part(check.want, check.got)
     exact = check.exact(check.cotangent)
     check.forward_failed = not check.same(
         check.want.forward, check.got.forward, exact.forward if exact else None

@@ -63,7 +63,7 @@ class Prober:
         rng = np.random.default_rng([len(self.check.node.text), 0x5EC0])
         g2 = rng.standard_normal(self.check.cotangent.shape).astype(self.check.cotangent.dtype)
         got = self._engine(g2)
-        return None if got is None else (g2, got, self.check.run(self.check.reference_factory, g2))
+        return None if got is None else (g2, got, self.check.right(g2))
 
     @cached_property
     def combined(self) -> EngineRun | None:
@@ -122,7 +122,7 @@ class Prober:
                 out = op.shape(*shapes, **check.node.attrs)
                 cotangent = np.ones(out, check.cotangent.dtype)
                 got = check.run(check.engine_factory, cotangent, values)
-                want = check.run(check.reference_factory, cotangent, values)
+                want = check.right(cotangent, values)
             except (ShapeError, EngineFailure, Unsupported):
                 return None
             name = f"a{arg}"
@@ -242,7 +242,8 @@ class Prober:
         got2, got3 = self.second[1].grads.get(name), self.combined.grads.get(name)
         if got2 is None or got3 is None or got3.shape != got.shape:
             return None
-        parts = [A * got.astype(np.float64), B * got2.astype(np.float64)]
+        with np.errstate(over="ignore", invalid="ignore"):
+            parts = [A * got.astype(np.float64), B * got2.astype(np.float64)]
         if not all(np.isfinite(p).all() for p in parts):
             return None
         eps = machine_epsilon(got.dtype) if got.dtype.kind == "f" else 0.0
@@ -347,7 +348,7 @@ class Prober:
             "formula",
             f"computes the wrong formula: at index {index} it gives {_num(got[index])} "
             f"where {_num(want[index])} is right",
-            "compute the derivative the rule below gives",
+            "compute the derivative the op's rule gives",
             "likely",
         )
 
