@@ -2,9 +2,10 @@
 
 from . import elementwise, linalg, nn, reductions, shape  # noqa: F401  (declarations)
 from .broadcast import broadcast_shapes, unbroadcast
-from .registry import Op, Shape, ShapeError, all_ops, get_op, has_op, operator_ops
+from .registry import Interval, Op, Shape, ShapeError, all_ops, get_op, has_op, operator_ops
 
 __all__ = [
+    "Interval",
     "Op",
     "Shape",
     "ShapeError",

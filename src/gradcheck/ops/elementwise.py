@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .broadcast import broadcast_shapes
-from .registry import VJP, Op, Shape, register
+from .registry import VJP, Interval, Op, Shape, register
 
 
 def _same_shape(x: Shape) -> Shape:
@@ -28,6 +28,7 @@ def binary(
     tf_rules: tuple[str, str] | None = None,
     operator: str | None = None,
     kink: str | None = None,
+    domain: dict[str, Interval] | None = None,
 ) -> Op:
     return register(
         Op(
@@ -43,6 +44,7 @@ def binary(
             kink=kink,
             rules=rules,
             tf_rules=tf_rules or rules,
+            domain=domain or {},
         )
     )
 
@@ -59,6 +61,7 @@ def unary(
     tf_rule: str | None = None,
     operator: str | None = None,
     kink: str | None = None,
+    domain: dict[str, Interval] | None = None,
 ) -> Op:
     return register(
         Op(
@@ -74,6 +77,7 @@ def unary(
             kink=kink,
             rules=(rule,),
             tf_rules=(tf_rule or rule,),
+            domain=domain or {},
         )
     )
 
@@ -113,7 +117,7 @@ binary(
     lambda g, ans, a, b: g / b,
     lambda g, ans, a, b: -g * a / (b * b),
     lambda tf, a, b: tf.divide(a, b), "tf.divide", "a / b", operator="/",
-    rules=("g / b", "-g * a / b**2"),
+    rules=("g / b", "-g * a / b**2"), domain={"b": Interval(gap=0.25)},
 )
 binary(
     "pow", np.power,
@@ -121,7 +125,7 @@ binary(
     lambda g, ans, a, b: g * ans * _safe_log(a),
     lambda tf, a, b: tf.pow(a, b), "tf.pow",
     "a ** b; the exponent's gradient is taken as 0 where a <= 0, as TensorFlow does",
-    operator="**", kink="base",
+    operator="**", kink="base", domain={"a": Interval(0.25, 4), "b": Interval(-3, 3)},
     rules=("g * b * a**(b - 1)", "g * a**b * np.log(np.where(a > 0, a, 1))"),
     tf_rules=("g * b * a**(b - 1)", "g * a**b * tf.math.log(tf.where(a > 0, a, tf.ones_like(a)))"),
 )
@@ -150,16 +154,17 @@ unary(
 )
 unary(
     "exp", np.exp, lambda g, ans, x: g * ans, lambda tf, x: tf.exp(x), "tf.exp", "e ** x",
-    rule="g * np.exp(x)", tf_rule="g * tf.exp(x)",
+    rule="g * np.exp(x)", tf_rule="g * tf.exp(x)", domain={"x": Interval(high=4)},
 )
 unary(
     "log", np.log, lambda g, ans, x: g / x,
     lambda tf, x: tf.math.log(x), "tf.math.log", "natural logarithm", rule="g / x",
+    domain={"x": Interval(low=0.1)},
 )
 unary(
     "sqrt", np.sqrt, lambda g, ans, x: g * 0.5 / ans,
     lambda tf, x: tf.sqrt(x), "tf.sqrt", "square root",
-    rule="g * 0.5 / np.sqrt(x)", tf_rule="g * 0.5 / tf.sqrt(x)",
+    rule="g * 0.5 / np.sqrt(x)", tf_rule="g * 0.5 / tf.sqrt(x)", domain={"x": Interval(low=0.1)},
 )
 unary(
     "abs", np.abs, lambda g, ans, x: g * np.sign(x),

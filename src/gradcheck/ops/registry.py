@@ -34,10 +34,16 @@ Conventions shared by every declaration:
   Elementwise rules give the broadcast shape, summed back by `unbroadcast` as the VJPs
   are. A text may be several ``;``-separated statements ending with an expression; the
   tests evaluate every one against its VJP, so the texts cannot drift from the code.
+* ``domain`` maps a parameter's name to the `Interval` its values are kept in when
+  ``gradcheck fuzz`` generates cases: inside the op's domain and out of its steep
+  regions (``log`` near 0, a denominator near 0, large exponents), where two correct
+  engines can differ by more than rounding. Kinks (``kink``) are kept apart the same way
+  unless they are what a generated case is after.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -49,6 +55,19 @@ VJP = Callable[..., Any]
 
 class ShapeError(ValueError):
     """An op cannot be applied to arguments of these shapes, or to these attributes."""
+
+
+@dataclass(frozen=True)
+class Interval:
+    """Values in [low, high] that are, when `gap` > 0, at least `gap` away from 0."""
+
+    low: float = -math.inf
+    high: float = math.inf
+    gap: float = 0.0
+
+    def contains(self, x: Any) -> Any:
+        """Whether `x` lies in the interval: a bool, or an elementwise mask for an array."""
+        return (self.low <= x) & (x <= self.high) & (abs(x) >= self.gap)
 
 
 @dataclass(frozen=True)
@@ -71,6 +90,7 @@ class Op:
     origin: str | None = None
     rules: tuple[str, ...] = ()  # each VJP as NumPy text (see the module docstring)
     tf_rules: tuple[str, ...] = ()  # ... and as TensorFlow text
+    domain: Mapping[str, Interval] = field(default_factory=dict)  # parameter -> its values
 
     def __post_init__(self) -> None:
         if len(self.vjps) not in (0, self.vjp_count):
@@ -82,7 +102,11 @@ class Op:
                 raise TypeError(
                     f"op {self.name}: {len(texts)} rule texts for {self.vjp_count} VJPs"
                 )
+        unknown = sorted(set(self.domain) - set(self.params))
+        if unknown:
+            raise TypeError(f"op {self.name}: domain for unknown parameter {unknown[0]!r}")
         object.__setattr__(self, "attrs", MappingProxyType(dict(self.attrs)))
+        object.__setattr__(self, "domain", MappingProxyType(dict(self.domain)))
 
     @property
     def vjp_count(self) -> int:
