@@ -1,16 +1,26 @@
 """gradcheck: check any autodiff engine's gradients against TensorFlow and explain mismatches.
 
-The Python API (`gradcheck.api`): `check` one expression, `run` case files. User-defined
-ops (`gradcheck.ops.user`): `op` declares one, `Op`/`register_op` are the long form,
-`load_ops_files` loads ops files. Importing the package is cheap: NumPy, the runner and
-TensorFlow are imported on first use.
+The Python API (`gradcheck.api`): `check` one expression, `run` case files, `fuzz` an
+engine. User-defined ops (`gradcheck.ops.user`): `op` declares one, `Op`/`register_op`
+are the long form, `load_ops_files` loads ops files. Importing the package is cheap:
+NumPy, the runner and TensorFlow are imported on first use.
 """
 
 from typing import Any
 
 __version__ = "0.1.0"
 
-from .api import CheckResult, InputCheck, InvalidCaseError, RunReport, check, run
+from .api import (
+    CheckResult,
+    FoundCase,
+    FuzzReport,
+    InputCheck,
+    InvalidCaseError,
+    RunReport,
+    check,
+    fuzz,
+    run,
+)
 from .errors import GradcheckError
 
 # The op declaration's public names, imported on first use (they bring NumPy in).
@@ -27,12 +37,15 @@ _OPS_API = {
 
 __all__ = [
     "CheckResult",
+    "FoundCase",
+    "FuzzReport",
     "GradcheckError",
     "InputCheck",
     "InvalidCaseError",
     "RunReport",
     "__version__",
     "check",
+    "fuzz",
     "run",
     *_OPS_API,
 ]

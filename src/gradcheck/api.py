@@ -15,6 +15,10 @@
     report = gradcheck.run("cases/", engine="my_engine.py:Engine", keyword="matmul")
     assert report.passed, report     # every case's plain text, then the summary line
 
+    found = gradcheck.fuzz(engine=MyEngine, max_examples=300, seed=0)
+    assert found.passed, found       # each bug's diagnosis and its smallest case file
+    found.cases[0].yaml              # a case file that reproduces the first bug
+
 `check` builds its case with the case-file loader (`cases.loader.load_case`), so its
 keyword options are validated exactly as a case file's keys are; a bad one raises
 `InvalidCaseError` (a `GradcheckError`) saying what to change. Input values may be
@@ -44,6 +48,8 @@ from .defaults import MAX_ELEMENTS, STALE_CHECK_LIMIT
 from .errors import CaseFileError, UsageError
 
 if TYPE_CHECKING:
+    from .fuzzing import FoundBug, FuzzRun
+    from .fuzzing.coverage import Coverage
     from .results import CaseResult, Comparison, Hint, InputResult, RunResult
 
 EngineSpec = str | type | Callable[[], Any]
@@ -187,6 +193,94 @@ class RunReport(_View):
         return f"<RunReport {summary_line(self.run)}>"
 
 
+class FoundCase(_View):
+    """A bug `fuzz` found: the `code` and `op` of its top hint, its smallest case as a case
+    file (`yaml`; `path` when written), that case checked as written (`result`, a
+    `CheckResult`), whether that check failed the same way (`reproduced`), and how it was
+    found (`finding`: `after_examples`, `shrink_steps`, ...)."""
+
+    __slots__ = ("bug",)
+
+    def __init__(self, bug: FoundBug) -> None:
+        self.bug = bug
+
+    @property
+    def code(self) -> str:
+        return self.bug.key[0]
+
+    @property
+    def op(self) -> str | None:
+        return self.bug.key[1]
+
+    @property
+    def yaml(self) -> str:
+        return self.bug.text
+
+    @property
+    def result(self) -> CheckResult:
+        return CheckResult(self.bug.result)
+
+    def _target(self) -> FoundBug:
+        return self.bug
+
+    def __str__(self) -> str:
+        return f"{self.result}case file:\n{self.yaml}"
+
+    def __repr__(self) -> str:
+        from .fuzzing.search import describe
+
+        return f"<FoundCase {describe(self.bug.key)}>"
+
+
+class FuzzReport(_View):
+    """A fuzz run: the found `cases` (`FoundCase`s; also by iterating the report), `passed`
+    (none found), `examples` tried, `coverage` per op, and every field of the run
+    (`seed`, `ops`, `engine`, `reference`, `search` with the counts).
+
+    ``str(report)`` is each found case's plain-text report and case file, then the summary.
+    """
+
+    __slots__ = ("run",)
+
+    def __init__(self, run: FuzzRun) -> None:
+        self.run = run
+
+    @property
+    def passed(self) -> bool:
+        return not self.run.bugs
+
+    @property
+    def cases(self) -> list[FoundCase]:
+        return [FoundCase(bug) for bug in self.run.bugs]
+
+    @property
+    def examples(self) -> int:
+        return self.run.search.examples
+
+    @property
+    def coverage(self) -> Coverage:
+        return self.run.search.coverage
+
+    def _target(self) -> FuzzRun:
+        return self.run
+
+    def __iter__(self) -> Iterator[FoundCase]:
+        return iter(self.cases)
+
+    def __len__(self) -> int:
+        return len(self.run.bugs)
+
+    def __str__(self) -> str:
+        from .fuzzing.report import summary_line
+
+        return "".join(f"{case}\n" for case in self.cases) + summary_line(self.run) + "\n"
+
+    def __repr__(self) -> str:
+        from .fuzzing.report import summary_line
+
+        return f"<FuzzReport {summary_line(self.run)}>"
+
+
 # -- the calls -------------------------------------------------------------------------
 
 
@@ -272,6 +366,45 @@ def run(
         reference=reference,
     )
     return RunReport(run_cases(items, factory, options))
+
+
+def fuzz(
+    engine: EngineSpec = "builtin",
+    *,
+    ops: Sequence[str] | None = None,
+    max_examples: int = 200,
+    time: float | None = None,
+    max_bugs: int | None = None,
+    max_ops: int = 4,
+    max_rank: int = 3,
+    seed: int = 0,
+    dtypes: Sequence[str] = ("float64", "float32"),
+    out: str | os.PathLike[str] | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+) -> FuzzReport:
+    """`gradcheck fuzz` from Python: generate cases over the ops `engine` has (or `ops`),
+    and shrink each bug found to its smallest case.
+
+    The options are the command line's (`time` is ``--time``, `max_bugs=1` is ``-x``),
+    with two differences for tests: 200 examples by default, and seed 0, so that a test
+    is the same on every run (pass another seed to look elsewhere). Case files are
+    written only to `out`.
+    """
+    from .fuzzing import Budget, fuzz_engine
+
+    run = fuzz_engine(
+        _engine_factory(engine),
+        ops=ops,
+        dtypes=dtypes,
+        max_ops=max_ops,
+        max_rank=max_rank,
+        budget=Budget(max_examples, time, max_bugs),
+        seed=seed,
+        out=None if out is None else Path(out),
+        engine_spec=engine if isinstance(engine, str) and engine != "builtin" else None,
+        options=_options(cache_dir=cache_dir),
+    )
+    return FuzzReport(run)
 
 
 # -- helpers ---------------------------------------------------------------------------

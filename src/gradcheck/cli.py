@@ -2,6 +2,7 @@
 
 Exit codes: 0 every case passed or was skipped; 1 a gradient or forward mismatch, or an
 engine error; 2 a usage error or an invalid case file (after every problem is reported).
+`fuzz` (SPEC §10): 1 when it found a bug, 0 when none in its budget, 2 a usage error.
 Reports go to stdout, problems with the command line to stderr. TensorFlow is imported
 only by `run`, and only when a case needs a reference the cache (`--cache-dir`, default
 `.gradcheck_cache/`) does not hold; under `--require-cache` such a case is an error (exit 1).
@@ -32,6 +33,8 @@ app = typer.Typer(
 
 EXIT_OK, EXIT_USAGE = 0, 2  # 1 (a failure) is RunResult.exit_code's
 DEFAULT_PATHS = [Path("cases")]
+DEFAULT_FUZZ_EXAMPLES = 1000
+DEFAULT_FUZZ_SECONDS = 120.0
 
 
 class Reference(str, enum.Enum):
@@ -233,6 +236,114 @@ def run(
     if durations is not None:
         _print_durations(result, durations, stderr=not rich_to_stdout)
     raise typer.Exit(result.exit_code)
+
+
+class FuzzFormat(str, enum.Enum):
+    rich = "rich"
+    json = "json"
+
+
+def _names(text: str | None) -> list[str] | None:
+    return None if text is None else [n.strip() for n in text.split(",") if n.strip()]
+
+
+@app.command()
+@boundary
+def fuzz(
+    engine: Annotated[
+        str,
+        typer.Option("--engine", "-e", help="builtin, path/file.py[:Class] or pkg.module[:Class]."),
+    ] = "builtin",
+    ops: Annotated[
+        str | None,
+        typer.Option(
+            help="Only these ops, comma-separated (default: every op the engine has).",
+            metavar="A,B,...",
+        ),
+    ] = None,
+    max_examples: Annotated[
+        int, typer.Option(help="Stop after this many examples.", min=1)
+    ] = DEFAULT_FUZZ_EXAMPLES,
+    time: Annotated[
+        float | None,
+        typer.Option(
+            "--time",
+            help="Stop searching after this many seconds (a bug being shrunk is finished).",
+            metavar="SECONDS",
+            min=0,
+        ),
+    ] = DEFAULT_FUZZ_SECONDS,
+    max_ops: Annotated[int, typer.Option(help="Ops per generated case, at most.", min=1)] = 4,
+    max_rank: Annotated[int, typer.Option(help="Axes per input, at most.", min=0)] = 3,
+    seed: Annotated[
+        int | None,
+        typer.Option(help="Seed the run, to repeat it (default: a new one, printed).", min=0),
+    ] = None,
+    fail_fast: Annotated[
+        bool, typer.Option("-x", "--fail-fast", help="Stop at the first bug (once shrunk).")
+    ] = False,
+    dtype: Annotated[
+        str, typer.Option(help="Dtypes to draw from, comma-separated.", metavar="D,...")
+    ] = "float64,float32",
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Write each bug's case file here (default: print it, write nothing)."),
+    ] = None,
+    format: Annotated[
+        FuzzFormat, typer.Option("--format", "-f", help="Report format.")
+    ] = FuzzFormat.rich,
+    quiet: Annotated[
+        bool, typer.Option("-q", "--quiet", help="Bugs and the summary only.")
+    ] = False,
+    cache_dir: Annotated[
+        Path | None,
+        typer.Option(help="Reuse TensorFlow's results kept here (default: no cache)."),
+    ] = None,
+) -> None:
+    """Generate cases over the engine's ops, and shrink each bug found to a case file."""
+    import secrets
+
+    from .fuzzing import Budget, fuzz_engine
+    from .fuzzing.report import fuzz_to_dict, render_fuzz
+    from .runner import RunOptions
+
+    options = RunOptions(cache=_cache(cache_dir))
+    run_seed = secrets.randbelow(2**32) if seed is None else seed
+    console = _console()
+    with _fuzz_progress(show=format is FuzzFormat.rich) as on_progress:
+        result = fuzz_engine(
+            _engine(engine),
+            ops=_names(ops),
+            dtypes=_names(dtype) or [],
+            max_ops=max_ops,
+            max_rank=max_rank,
+            budget=Budget(max_examples, time, 1 if fail_fast else None),
+            seed=run_seed,
+            out=out,
+            engine_spec=engine if engine != "builtin" else None,
+            options=options,
+            on_progress=on_progress,
+        )
+    if format is FuzzFormat.json:
+        typer.echo(json.dumps(fuzz_to_dict(result, tool_version=__version__), indent=2))
+    else:
+        render_fuzz(result, console, quiet=quiet)
+    raise typer.Exit(result.exit_code)
+
+
+@contextlib.contextmanager
+def _fuzz_progress(*, show: bool):
+    """A transient line on a terminal's stderr: examples tried, bugs found, time left."""
+    from rich.console import Console
+
+    from .fuzzing.report import progress_line
+
+    console = Console(stderr=True, highlight=False)
+    if not (show and console.is_terminal):
+        yield None
+        return
+    with console.status("fuzzing") as status:
+        yield lambda progress: status.update(progress_line(progress))
 
 
 @app.command("list")
@@ -440,6 +551,12 @@ def _load_ops(paths: list[Path] | None) -> None:
         from .ops.user import load_ops_files
 
         load_ops_files(paths)
+
+
+def _cache(directory: Path | None):
+    from .cache import ReferenceCache
+
+    return ReferenceCache(directory) if directory is not None else None
 
 
 def _engine(spec: str):

@@ -32,6 +32,13 @@ and fix) first; an engine error fails the same way; a case the engine does not s
 is skipped with the reason (``--gradcheck-strict``: it fails). The stale-gradients
 check has ``gradcheck run``'s size limit (``--gradcheck-stale-check-limit N``).
 
+``--gradcheck-fuzz N`` (or ``gradcheck_fuzz = N`` in the ini file) adds one more item,
+``gradcheck-fuzz``: ``gradcheck fuzz`` of the same engine over N examples (seed 0, or
+``--gradcheck-fuzz-seed``; ops from ``gradcheck_fuzz_ops``, default every op the engine
+has). It fails with each bug found, its diagnosis and its smallest case as a case file to
+paste into the case folder (``--gradcheck-fuzz-out DIR`` also writes them there). It
+needs no case file, and ``-k fuzz`` selects or deselects it like any item.
+
 A case file with any problem is a collection error listing every problem as
 ``file:line: message``, as a Python test module with a syntax error is: pytest stops
 before running anything unless ``--continue-on-collection-errors`` is given. Collection
@@ -57,11 +64,13 @@ from .defaults import STALE_CHECK_LIMIT
 if TYPE_CHECKING:
     from .cases import Case
     from .engines.protocol import EngineFactory
+    from .fuzzing import FuzzRun
     from .results import CaseResult
     from .runner import RunOptions
 
 SUFFIXES = (".yaml", ".yml")
 DEFAULT_ENGINE = "builtin"
+FUZZ_ITEM = "gradcheck-fuzz"
 DEFAULT_CASES = "cases"  # as `gradcheck run`'s default path
 
 
@@ -119,6 +128,39 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(as gradcheck run --cache-dir; default: the gradcheck_cache_dir ini option, "
         "else no cache).",
     )
+    group.addoption(
+        "--gradcheck-fuzz",
+        metavar="N",
+        type=int,
+        default=None,
+        help="add a gradcheck-fuzz item: fuzz the engine over N generated examples "
+        "(default: the gradcheck_fuzz ini option, else no fuzzing).",
+    )
+    group.addoption(
+        "--gradcheck-fuzz-seed",
+        metavar="SEED",
+        type=int,
+        default=0,
+        help="seed of the gradcheck-fuzz item (default: 0, the same examples every run).",
+    )
+    group.addoption(
+        "--gradcheck-fuzz-out",
+        metavar="DIR",
+        default=None,
+        help="write the case file of each bug the gradcheck-fuzz item finds into DIR.",
+    )
+    parser.addini(
+        "gradcheck_fuzz",
+        type="string",
+        default="0",
+        help="examples for the gradcheck-fuzz item (0: no such item).",
+    )
+    parser.addini(
+        "gradcheck_fuzz_ops",
+        type="args",
+        default=[],
+        help="ops the gradcheck-fuzz item generates cases over (default: every op the engine has).",
+    )
     parser.addini(
         "gradcheck_paths",
         type="paths",
@@ -164,6 +206,10 @@ class _State:
     stale_check_limit: int | None  # None: every case
     cache_dir: Path | None
     reference: str = "tensorflow"
+    fuzz_examples: int = 0  # 0: no gradcheck-fuzz item
+    fuzz_seed: int = 0
+    fuzz_ops: list[str] | None = None
+    fuzz_out: Path | None = None
     _engine: Any = field(default=None, repr=False)  # the factory, or the UsageError
 
     def covers(self, path: Path) -> bool:
@@ -233,9 +279,12 @@ def pytest_configure(config: pytest.Config) -> None:
         cache_dir = config.rootpath / ini_cache
     else:
         cache_dir = None
+    fuzz = config.getoption("gradcheck_fuzz")
+    fuzz_examples = int(config.getini("gradcheck_fuzz") or 0) if fuzz is None else fuzz
+    fuzz_out = config.getoption("gradcheck_fuzz_out")
     ops_files = [*config.getini("gradcheck_ops")]
     ops_files += [invocation_dir / f for f in config.getoption("gradcheck_ops")]
-    if roots and ops_files:
+    if (roots or fuzz_examples) and ops_files:
         _load_ops(ops_files)
     config.stash[_STATE] = _State(
         roots=roots,
@@ -244,6 +293,10 @@ def pytest_configure(config: pytest.Config) -> None:
         stale_check_limit=STALE_CHECK_LIMIT if limit is None else limit or None,
         cache_dir=cache_dir,
         reference=config.getoption("gradcheck_reference") or config.getini("gradcheck_reference"),
+        fuzz_examples=fuzz_examples,
+        fuzz_seed=config.getoption("gradcheck_fuzz_seed"),
+        fuzz_ops=config.getini("gradcheck_fuzz_ops") or None,
+        fuzz_out=invocation_dir / fuzz_out if fuzz_out else None,
     )
 
 
@@ -260,10 +313,21 @@ def _load_ops(paths: list[Path]) -> None:
 
 def pytest_report_header(config: pytest.Config) -> str | None:
     state = config.stash.get(_STATE, None)
-    if state is None or not state.roots:
+    if state is None or not (state.roots or state.fuzz_examples):
         return None
     where = ", ".join(_display(root, config.rootpath) for root in state.roots)
-    return f"gradcheck: engine {state.engine_spec}, case files under {where}"
+    files = f", case files under {where}" if state.roots else ""
+    fuzz = f", fuzz {state.fuzz_examples} examples" if state.fuzz_examples else ""
+    return f"gradcheck: engine {state.engine_spec}{files}{fuzz}"
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own -k/-m selection, which then applies
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    state = config.stash.get(_STATE, None)
+    if state is not None and state.fuzz_examples > 0:
+        items.append(FuzzItem.from_parent(session, name=FUZZ_ITEM, nodeid=FUZZ_ITEM))
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CaseFile | None:
@@ -350,6 +414,57 @@ class CaseItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, self.case.line - 1, f"gradcheck: {self.name}"
+
+
+class FuzzFound(Exception):
+    """The gradcheck-fuzz item found bugs; carries the run."""
+
+    def __init__(self, run: FuzzRun) -> None:
+        super().__init__(f"{len(run.bugs)} bugs")
+        self.run = run
+
+
+class FuzzItem(pytest.Item):
+    """`gradcheck fuzz` of the session's engine, as one test."""
+
+    def runtest(self) -> None:
+        from .fuzzing import Budget, fuzz_engine
+
+        state = self.config.stash[_STATE]
+        run = fuzz_engine(
+            state.engine(),
+            ops=state.fuzz_ops,
+            budget=Budget(state.fuzz_examples),
+            seed=state.fuzz_seed,
+            out=state.fuzz_out,
+            engine_spec=state.engine_spec if state.engine_spec != DEFAULT_ENGINE else None,
+            options=state.options,
+        )
+        if run.bugs:
+            raise FuzzFound(run)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None) -> Any:
+        if isinstance(excinfo.value, FuzzFound):
+            return fuzz_failure_text(excinfo.value.run)
+        if isinstance(excinfo.value, EngineUnavailable):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, None, str]:
+        return self.config.rootpath, None, FUZZ_ITEM
+
+
+def fuzz_failure_text(run: FuzzRun) -> str:
+    """Each bug the fuzz item found, best explanation first, then its case file."""
+    from .fuzzing.report import summary_line
+    from .fuzzing.search import describe
+
+    found = ", ".join(describe(bug.key) for bug in run.bugs)
+    blocks = [f"gradcheck fuzz found {found}"]
+    for bug in run.bugs:
+        where = f"written to {bug.path}" if bug.path else "to add to your case files"
+        blocks.append(f"{failure_text(bug.result)}\ncase file ({where}):\n{bug.text}")
+    return "\n\n".join([*blocks, summary_line(run)])
 
 
 def failure_text(result: CaseResult) -> str:

@@ -1,0 +1,154 @@
+"""``gradcheck fuzz``: find an engine's gradient bugs without a case file (SPEC §10).
+
+The pipeline, a module per step:
+
+* `generate` grows random, well-typed cases over the op registry as Hypothesis
+  strategies: `proposals` reads the ways arguments and attributes may meet off the
+  ops' shape rules, `program` writes a case as text, `domain` keeps each op inside the
+  domain the registry declares for it and away from its kinks;
+* `search` runs rounds of `hypothesis.find`: check each case (builtin engine first,
+  TensorFlow and the diagnosis only where they differ), and shrink each new bug (by
+  top hint and op) to its smallest case;
+* `output` writes each bug as an ordinary case file; `coverage` says what the run
+  exercised, op by op; `report` prints it all, for people or as JSON.
+
+`fuzz_engine` is the one entry point; the command line, the Python API
+(`gradcheck.fuzz`) and the pytest plugin all call it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..cases.loader import load_case, load_file
+from ..cases.model import Case
+from ..engines.adapters import engine_name
+from ..engines.driver import EngineFailure, call_engine
+from ..engines.protocol import EngineFactory
+from ..engines.tensorflow import reference_label
+from ..errors import UsageError
+from ..ops import all_ops, has_op
+from ..results import CaseResult
+from ..runner import RunOptions, check_case
+from . import search
+from .generate import DEFAULT_DTYPES, DEFAULT_MAX_OPS, DEFAULT_MAX_RANK, Space
+from .output import FIRST_CASE_LINE, case_data, case_file_text, write_case_file
+from .search import Budget, BugKey, Finding, Progress, SearchResult, bug_key
+
+__all__ = ["Budget", "FoundBug", "FuzzRun", "Progress", "fuzz_engine", "supported_ops"]
+
+
+@dataclass
+class FoundBug:
+    """A bug, its smallest case as a case file, and that case checked again as written."""
+
+    finding: Finding
+    text: str  # the case file
+    path: Path | None  # where it was written, if it was
+    result: CaseResult  # the written case checked as `gradcheck run` checks it
+    reproduced: bool  # that check fails the same way (same top hint code and op)
+
+    @property
+    def key(self) -> BugKey:
+        return self.finding.key
+
+
+@dataclass
+class FuzzRun:
+    engine: str
+    reference: str
+    seed: int
+    ops: tuple[str, ...]
+    search: SearchResult
+    bugs: list[FoundBug]
+
+    @property
+    def exit_code(self) -> int:
+        """SPEC §10: 1 when a bug was found, 0 when none was in the budget."""
+        return 1 if self.bugs else 0
+
+
+def supported_ops(factory: EngineFactory, only: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The registry's ops the engine has a method for (those of `only`, which it must have)."""
+    try:
+        engine = call_engine("creating the engine", factory)
+    except EngineFailure as failure:
+        raise UsageError(f"cannot fuzz: {failure.message}") from None
+    implemented = [op.name for op in all_ops() if callable(getattr(engine, op.name, None))]
+    if only is None:
+        if not implemented:
+            raise UsageError("the engine has a method for none of gradcheck's ops")
+        return tuple(implemented)
+    unknown = [name for name in only if not has_op(name)]
+    if unknown:
+        raise UsageError(f"unknown op {unknown[0]!r} in --ops (see `gradcheck ops`)")
+    missing = [name for name in only if name not in implemented]
+    if missing:
+        raise UsageError(f"the engine has no method for {', '.join(missing)} (asked in --ops)")
+    if not only:
+        raise UsageError("--ops names no op")
+    return tuple(dict.fromkeys(only))
+
+
+def fuzz_engine(
+    factory: EngineFactory,
+    *,
+    ops: Sequence[str] | None = None,
+    dtypes: Sequence[str] = DEFAULT_DTYPES,
+    max_ops: int = DEFAULT_MAX_OPS,
+    max_rank: int = DEFAULT_MAX_RANK,
+    budget: Budget | None = None,
+    seed: int = 0,
+    out: Path | None = None,
+    engine_spec: str | None = None,
+    options: RunOptions | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> FuzzRun:
+    """Fuzz the engine `factory` makes; write each bug's case to `out` if given.
+
+    `engine_spec` is how the reproduce command in a written file names the engine;
+    `options` are the runner's (a reference cache, ...) for every case checked.
+    """
+    budget = budget or Budget()
+    options = options or RunOptions()
+    try:
+        space = Space(supported_ops(factory, ops), tuple(dtypes), max_ops, max_rank)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    found = search.run(
+        space, factory, budget=budget, seed=seed, options=options, on_progress=on_progress
+    )
+    bugs = [_found_bug(f, factory, options, seed, out, engine_spec) for f in found.findings]
+    return FuzzRun(
+        engine=engine_name(factory),
+        reference=reference_label(options.cache and options.cache.tensorflow_version),
+        seed=seed,
+        ops=space.ops,
+        search=found,
+        bugs=bugs,
+    )
+
+
+def _found_bug(
+    finding: Finding,
+    factory: EngineFactory,
+    options: RunOptions,
+    seed: int,
+    out: Path | None,
+    engine_spec: str | None,
+) -> FoundBug:
+    """Write the finding's case (if `out`) and check it again as it reads from there."""
+    if out is None:
+        shown = f"{case_data(finding)['name']}.yaml"
+        text = case_file_text(finding, seed=seed, engine=engine_spec, path=shown)
+        case = load_case(case_data(finding), file="<fuzz>", line=FIRST_CASE_LINE)
+        path = None
+    else:
+        path = write_case_file(finding, out, seed=seed, engine=engine_spec)
+        text = path.read_text(encoding="utf-8")
+        (case,) = load_file(path)
+    assert isinstance(case, Case), f"a written case does not load: {case}"
+    result = check_case(case, factory, options)
+    return FoundBug(finding, text, path, result, bug_key(result, case) == finding.key)

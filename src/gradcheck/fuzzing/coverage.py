@@ -1,0 +1,139 @@
+"""What a fuzz run exercised, op by op, so that a clean run says what it means.
+
+Read off each checked case's expression, not off the generator's intentions: how each
+op node's arguments met its output (broadcast kinds: the same shape, size-1 axes, fewer
+leading axes, a scalar, a literal constant; for ops over the last two axes, batch axes
+and how they broadcast), which reduction axes (none given, one, several, negative) and
+keepdims, permutations and indexes, and values used more than once.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..cases.model import Case
+from ..expression import Node
+
+# The order features are listed in.
+FEATURES = (
+    "same", "size-1", "leading", "scalar", "constant",
+    "batch", "batch one side", "batch size-1",
+    "axis=None", "one axis", "several axes", "negative axis", "keepdims",
+    "perm", "index", "reuse", "integer inputs",
+)  # fmt: skip
+
+
+@dataclass
+class OpCoverage:
+    examples: int = 0  # checked examples that use the op
+    features: Counter[str] = field(default_factory=Counter)  # op nodes showing each feature
+
+
+@dataclass
+class Coverage:
+    examples: int = 0
+    dtypes: Counter[str] = field(default_factory=Counter)
+    ops: dict[str, OpCoverage] = field(default_factory=dict)
+
+    def add(self, case: Case, kinks: bool = False) -> None:
+        """Count one checked case; `kinks`: its inputs were drawn as small integers."""
+        self.examples += 1
+        self.dtypes[case.dtype] += 1
+        uses = Counter(arg for node in case.expression.op_nodes for arg in node.args)
+        seen: set[str] = set()
+        for node in case.expression.op_nodes:
+            assert node.op is not None
+            entry = self.ops.setdefault(node.op.name, OpCoverage())
+            if node.op.name not in seen:
+                seen.add(node.op.name)
+                entry.examples += 1
+            found = features(node, uses)
+            if kinks and node.op.kink:
+                found.add("integer inputs")
+            entry.features.update(found)
+
+    def to_dict(self) -> dict:
+        return {
+            "examples": self.examples,
+            "dtypes": dict(self.dtypes),
+            "ops": {
+                name: {"examples": entry.examples, "features": ordered(entry.features)}
+                for name, entry in sorted(self.ops.items())
+            },
+        }
+
+
+def ordered(features: Counter[str]) -> dict[str, int]:
+    return {name: features[name] for name in FEATURES if features[name]}
+
+
+def features(node: Node, uses: Counter[Node]) -> set[str]:
+    """What one op node exercises; `uses` counts each node's consumers in the expression."""
+    op, out, args = node.op, node.shape, node.args
+    assert op is not None
+    found: set[str] = set()
+    if len(args) > 1 and not op.variadic:
+        if _broadcasts(args, out):
+            for arg in args:
+                found |= _meets(arg, out)
+        elif len(out) >= 2 and out[:-2]:  # an op over the last two axes, with batch axes
+            found.add("batch")
+            for arg in args:
+                kinds = _meets(arg, out, batch=True)
+                if "leading" in kinds or "scalar" in kinds:
+                    found.add("batch one side")
+                if "size-1" in kinds:
+                    found.add("batch size-1")
+    found |= _attribute_features(node)
+    if any(uses[arg] > 1 for arg in args if not arg.is_literal):
+        found.add("reuse")
+    return found
+
+
+def _broadcasts(args: tuple[Node, ...], out: tuple[int, ...]) -> bool:
+    try:
+        return tuple(np.broadcast_shapes(*(a.shape for a in args))) == tuple(out)
+    except ValueError:
+        return False
+
+
+def _meets(arg: Node, out: tuple[int, ...], *, batch: bool = False) -> set[str]:
+    """How an argument's shape met the output's (only their batch axes when `batch`)."""
+    if arg.is_literal:
+        return {"constant"}
+    shape, target = (arg.shape[:-2], out[:-2]) if batch else (arg.shape, out)
+    if shape == target:
+        return {"same"}
+    if not shape:
+        return {"scalar"}
+    found = {"leading"} if len(shape) < len(target) else set()
+    aligned = target[len(target) - len(shape) :]
+    if any(a == 1 and t > 1 for a, t in zip(shape, aligned, strict=True)):
+        found.add("size-1")
+    return found
+
+
+def _attribute_features(node: Node) -> set[str]:
+    found: set[str] = set()
+    attrs = node.attrs
+    if "axis" in attrs and "keepdims" in attrs:  # a reduction
+        axis = attrs["axis"]
+        if axis is None:
+            found.add("axis=None")
+        else:
+            axes = axis if isinstance(axis, list) else [axis]
+            found.add("several axes" if len(axes) > 1 else "one axis")
+            if any(a < 0 for a in axes):
+                found.add("negative axis")
+        if attrs["keepdims"]:
+            found.add("keepdims")
+    elif isinstance(attrs.get("axis"), int) and attrs["axis"] < 0:
+        found.add("negative axis")
+    if attrs.get("perm") is not None:
+        found.add("perm")
+    if attrs.get("index"):
+        found.add("index")
+    return found

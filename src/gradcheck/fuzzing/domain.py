@@ -1,0 +1,85 @@
+"""Which generated cases are fair tests of an engine.
+
+A case is fair when two correct engines must agree on it up to rounding: every value
+is finite and moderate, every op's arguments lie in the domain the registry declares
+for them (`Op.domain`), and no kinked op (`Op.kink`) sits *near* its kink, where
+rounding alone decides which side an engine lands on (``relu(a * b - c)`` at 1e-9).
+*At* a kink exactly is fair only when kinks are the target (inputs drawn as small
+integers, so zeros and ties are exact in every engine), since TensorFlow's convention
+there is part of the contract (SPEC §3). The values are the builtin engine's, which
+the test suite holds to TensorFlow op by op.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..cases.model import Case, numpy_dtype
+from ..engines.builtin import BuiltinEngine
+from ..engines.driver import EngineRun, build_expression
+from ..expression import Node
+from ..ops.broadcast import normalize_axes
+
+VALUE_BOUND = 100.0  # larger values make rounding differences larger than the tolerances
+
+
+def kink_gap(dtype: str) -> float:
+    """How far from a kink or a tie a value must stay: far beyond the dtype's rounding."""
+    return max(1e-2, 16 * float(np.finfo(numpy_dtype(dtype)).eps))
+
+
+def admissible(case: Case, *, kinks: bool) -> EngineRun | None:
+    """The builtin engine's forward value and gradients of a fair `case`; None if unfair."""
+    engine = BuiltinEngine()
+    expression = case.expression
+    built = build_expression(engine, expression, case.inputs, set(case.wrt), case.cotangent.dtype)
+    values = {node: np.asarray(engine.value(tensor)) for node, tensor in built.items()}
+    if not all(_moderate(v) for v in values.values()):
+        return None
+    gap = kink_gap(case.dtype)
+    if not all(_fair(node, values, kinks=kinks, gap=gap) for node in expression.op_nodes):
+        return None
+    wrt = [built[expression.lookup(name)] for name in case.wrt]
+    grads = engine.grad(built[expression.output], wrt, case.cotangent)
+    if not all(np.isfinite(g).all() for g in grads):
+        return None
+    return EngineRun(values[expression.output], dict(zip(case.wrt, grads, strict=True)))
+
+
+def _moderate(value: np.ndarray) -> bool:
+    with np.errstate(invalid="ignore"):
+        return bool(np.all(np.abs(value) <= VALUE_BOUND))  # NaN fails too
+
+
+def _fair(node: Node, values: dict[Node, np.ndarray], *, kinks: bool, gap: float) -> bool:
+    op = node.op
+    assert op is not None
+    args = [values[a] for a in node.args]
+    if not op.variadic:
+        for param, interval in op.domain.items():
+            if not np.all(interval.contains(args[op.params.index(param)].astype(np.float64))):
+                return False
+    if op.kink is None:
+        return True
+    distance = kink_distance(node, args)
+    near = (distance < gap) & ((distance != 0) | (not kinks))
+    return not near.any()
+
+
+def kink_distance(node: Node, args: list[np.ndarray]) -> np.ndarray:
+    """How far each argument element is from the op's kink (0: at it), in the values' units."""
+    op = node.op
+    assert op is not None and op.kink is not None
+    x = args[0].astype(np.float64)
+    if op.kink == "zero":  # relu, abs
+        return np.abs(x)
+    if len(args) == 2:  # maximum, minimum: a tie between the arguments
+        return np.abs(x - args[1].astype(np.float64))
+    # max, min over `axis`: an element tied with the extremum, or close behind it
+    axis = node.attrs.get("axis")
+    best = op.forward(x, **{**node.attrs, "keepdims": True})
+    behind = np.abs(x - best)
+    winners = behind == 0
+    np_axis = normalize_axes(axis, x.ndim)
+    tied = winners & (winners.sum(axis=np_axis, keepdims=True) > 1)
+    return np.where(winners & ~tied, np.inf, behind)

@@ -1,0 +1,277 @@
+"""Random cases over the op registry, as Hypothesis strategies (SPEC §10).
+
+A case is grown as a small program: each step applies an op to the newest value, to
+another earlier one or to a fresh input, and completes it with one of the ways the
+op's shape rule allows (`proposals.completions`): other arguments that broadcast, a
+contraction, reused values (diamonds, ``x * x``), literals, attributes. The last value
+is the output. Inputs are drawn inside the domain the registry declares for the
+parameter they first feed (`Op.domain`), on a grid: in [-2, 2] by sixteenths (no
+subnormals, exact in every dtype), or, in a quarter of the cases when a kinked op may
+occur, as small integers, which put relu and abs at 0 and max, min, maximum and minimum
+at ties on purpose. Then `domain.admissible` runs the builtin engine and keeps only cases
+where every op's arguments really lie inside its domain and away from its kinks (at
+them exactly when kinks are the target).
+
+Every choice is drawn so that Hypothesis' smaller means simpler: fewer steps, the first
+op of the list, the newest value, lower ranks, axes of size 1, the first completion,
+values 1, -1, 2, ... before fractions, dtype as listed first, random cotangents.
+`_Builder` says how the choices are laid out for the shrinker.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from hypothesis import reject
+from hypothesis import strategies as st
+
+from ..cases.loader import load_case
+from ..cases.model import DTYPES, Case, InvalidCase
+from ..engines.driver import EngineRun
+from ..ops import Interval, Op, ShapeError, get_op
+from .domain import admissible
+from .program import Apply, Leaf, Literal, Program, Value
+from .proposals import (
+    MAX_DIM,
+    MAX_NODE_ELEMENTS,
+    Completion,
+    Constant,
+    Fresh,
+    Reuse,
+    completions,
+    first_ranks,
+)
+
+SMOOTH = (2, 16)  # values in [-2, 2] in steps of 1/16
+KINKS = (3, 1)  # whole numbers in [-3, 3]
+LITERALS = (3, 2)  # literal constants: halves in [-3, 3], never 0
+DEFAULT_DTYPES = ("float64", "float32")
+DEFAULT_MAX_OPS = 4
+DEFAULT_MAX_RANK = 3
+
+
+@dataclass(frozen=True)
+class Space:
+    """What may be generated: these ops, at most `max_ops` of them, ranks up to `max_rank`."""
+
+    ops: tuple[str, ...]
+    dtypes: tuple[str, ...] = DEFAULT_DTYPES
+    max_ops: int = DEFAULT_MAX_OPS
+    max_rank: int = DEFAULT_MAX_RANK
+
+    def __post_init__(self) -> None:
+        if not self.ops:
+            raise ValueError("no ops to generate cases from")
+        for dtype in self.dtypes:
+            if dtype not in DTYPES:
+                raise ValueError(f"dtype {dtype!r} is not one of {', '.join(DTYPES)}")
+        if self.max_ops < 1 or self.max_rank < 0:
+            raise ValueError("max_ops must be >= 1 and max_rank >= 0")
+
+    @property
+    def has_kinks(self) -> bool:
+        return any(get_op(name).kink for name in self.ops)
+
+
+@dataclass
+class Example:
+    """One generated case: its program, the case as case-file keys and as loaded, and the
+    builtin engine's run of it (the quick reference)."""
+
+    program: Program
+    data: dict[str, Any]
+    case: Case
+    builtin: EngineRun
+
+
+def examples(
+    space: Space, on_reject: Callable[[], None] | None = None
+) -> st.SearchStrategy[Example]:
+    """Cases over `space` whose every op sits inside its domain; `on_reject` is called
+    for each program thrown away for leaving it."""
+    return _examples(space, on_reject)
+
+
+@st.composite
+def _examples(draw: st.DrawFn, space: Space, on_reject: Callable[[], None] | None) -> Example:
+    program = draw(programs(space))
+    data = program.case_data()
+    case = load_case(data, file="<fuzz>")
+    if isinstance(case, InvalidCase):  # the generator's own bug: say it loudly
+        raise AssertionError(f"generated an invalid case: {case.message}\n{data}")
+    builtin = admissible(case, kinks=program.kinks)
+    if builtin is None:
+        if on_reject:
+            on_reject()
+        reject()
+    return Example(program, data, case, builtin)
+
+
+@st.composite
+def programs(draw: st.DrawFn, space: Space) -> Program:
+    head = draw(_binary(2))
+    dtype = space.dtypes[_scaled(head[0], len(space.dtypes))]
+    kinks = space.has_kinks and _scaled(head[1], 4) == 3
+    builder = _Builder(draw, space, kinks)
+    builder.start()
+    while builder.step():
+        pass
+    if builder.output is None:
+        reject()
+    # The cotangent: random (more sensitive, and the simplest choice) three times in 4.
+    tail = draw(_binary(3))
+    ones = _scaled(tail[0], 4) == 3
+    seed = 0 if ones else int.from_bytes(tail[1:], "big")
+    return Program(builder.output, dtype, "ones" if ones else "random", seed, kinks)
+
+
+class _Builder:
+    """Starts from one fresh input and draws one step at a time.
+
+    Every choice is a byte scaled to the options there are. A step is three draws at
+    most, which Hypothesis' shrinker deletes together (it deletes up to five), the step
+    after taking the deleted step's first argument: which op, or no more steps (an
+    eighth of the values, for every step after the first); three bytes: which first
+    argument (the newest value three times in 4), the kind of the other arguments
+    (fresh inputs, reused values, a literal: reuse, rare among the completions, is a
+    third of the draws), one completion of that kind and whether to swap two arguments
+    (``y / x`` as well as ``x / y``, ``exp(h) * h`` as well as ``h * exp(h)``); the
+    values of a fresh argument or a literal. Options are counted so that a
+    choice names the same thing when the shrinker deletes a later step (reused values
+    from the oldest).
+    """
+
+    def __init__(self, draw: st.DrawFn, space: Space, kinks: bool) -> None:
+        self.draw = draw
+        self.space = space
+        self.kinks = kinks
+        self.values: list[Value] = []  # inputs and op results so far, newest last
+        self.output: Apply | None = None
+        self.steps = 0
+
+    def start(self) -> None:
+        """The first input: of a rank some op takes, drawn in one of the ops' domains."""
+        ops = self.space.ops
+        ranks = sorted({r for op in ops for r in first_ranks(op, self.space.max_rank)}) or [0]
+        intervals = _first_intervals(ops)
+        rank = ranks[_scaled(self.draw(_binary(1))[0], len(ranks))]  # on its own: see _binary
+        interval = intervals[_scaled(self.draw(_binary(1))[0], len(intervals))]
+        shape = tuple(1 + _scaled(b, MAX_DIM) for b in self.draw(_binary(rank)))
+        self.values.append(self._leaf(shape, interval))
+
+    def step(self) -> bool:
+        """One more step; False for no more. The op is drawn even past the last step, so
+        that a program that had as many steps as allowed reads the same with one fewer."""
+        ops = self.space.ops
+        which = self.draw(_binary(1))[0]
+        if self.steps == self.space.max_ops or (self.steps and which < 32):
+            return False
+        self.steps += 1
+        op = get_op(ops[which % len(ops)])  # modulo: every op is reached, whatever their number
+        where, kind, option = self.draw(_binary(3))
+        first = self.values[-1 - where % len(self.values) if where >= 192 else -1]
+        earlier = tuple(v.shape for v in self.values)
+        options = completions(op.name, first.shape, earlier, self.space.max_rank)
+        if not options:
+            return True
+        kinds = _by_kind(options)
+        group = kinds[_scaled(kind, len(kinds))]
+        swap = option & 1  # a bit of its own: the same whatever the options
+        chosen = group[(option >> 1) % len(group)]
+        args = [first, *(self._source(s, op, i + 1) for i, s in enumerate(chosen.rest))]
+        # A reused value comes first unless swapped: `h * exp(h)`, as one writes it.
+        reused_first = isinstance(chosen.rest[0], Reuse) if chosen.rest else False
+        if swap != reused_first and len(args) == 2 and _swappable(op, args, chosen):
+            args.reverse()
+        node = Apply(op, tuple(args), dict(chosen.attrs), chosen.shape)
+        self.values += [a for a in args if isinstance(a, Leaf) and a not in self.values]
+        self.values.append(node)
+        self.output = node
+        return True
+
+    def _source(self, source: Fresh | Constant | Reuse, op: Op, position: int) -> Value:
+        if isinstance(source, Reuse):
+            return self.values[source.index]
+        if isinstance(source, Constant):
+            grid = _grid(_interval(op, position), *LITERALS, nonzero=True)
+            return Literal(grid[_scaled(self.draw(_binary(1))[0], len(grid))])
+        return self._leaf(source.shape, _interval(op, position))
+
+    def _leaf(self, shape: tuple[int, ...], interval: Interval) -> Leaf:
+        grid = _grid(interval, *(KINKS if self.kinks else SMOOTH))
+        size = math.prod(shape)
+        values = self.draw(_bytes(size))[:size]  # one choice for all the elements
+        return Leaf(shape, tuple(grid[_scaled(b, len(grid))] for b in values))
+
+
+def _swappable(op: Op, args: list[Value], chosen: Completion) -> bool:
+    if op.variadic:
+        return False
+    try:
+        return op.shape(args[1].shape, args[0].shape, **dict(chosen.attrs)) == chosen.shape
+    except ShapeError:
+        return False
+
+
+def _scaled(byte: int, count: int) -> int:
+    """A byte as one of `count` (at most 256) options; 0 stays 0."""
+    return byte * count >> 8
+
+
+@cache
+def _bytes(size: int) -> st.SearchStrategy[bytes]:
+    """At least `size` bytes, of which the first `size` are used. Not exactly `size`: a
+    longer value fits a smaller size too, so that when the shrinker makes a shape
+    smaller, the values stay what they were (but fewer) instead of starting over."""
+    return st.binary(min_size=size, max_size=max(size, MAX_NODE_ELEMENTS))
+
+
+@cache
+def _binary(size: int) -> st.SearchStrategy[bytes]:
+    """`size` choices of a byte each, in one draw: fewer draws cost less of Hypothesis'
+    overhead. A byte drawn alone is uniform; in longer draws a quarter of them are 0,
+    which is fine where 0 is the simplest option and common does no harm (the newest
+    value, a fresh input, the first completion), not for a rank or for whether to go on."""
+    return st.binary(min_size=size, max_size=size)
+
+
+def _by_kind(options: tuple[Completion, ...]) -> list[list[Completion]]:
+    groups: dict[tuple[type, ...], list[Completion]] = {}
+    for option in options:
+        groups.setdefault(tuple(type(s) for s in option.rest), []).append(option)
+    return list(groups.values())
+
+
+@cache
+def _first_intervals(ops: tuple[str, ...]) -> list[Interval]:
+    """Where the first input may be drawn: anywhere, or in the domain of some op's first
+    parameter (log's, sqrt's, ...), the op that will take it not being drawn yet."""
+    return list(dict.fromkeys([Interval(), *(_interval(get_op(name), 0) for name in ops)]))
+
+
+def _interval(op: Op, position: int) -> Interval:
+    param = op.params[0] if op.variadic else op.params[position]
+    return op.domain.get(param, Interval())
+
+
+@cache
+def _grid(interval: Interval, bound: float, per_unit: int, nonzero: bool = False) -> list[float]:
+    """The values of the grid (`per_unit` steps per unit, within ±`bound`) in `interval`,
+    simplest first: whole numbers by size, then halves, quarters, ... Except that 0
+    comes after the other whole numbers: a zero input makes terms vanish, which hides
+    bugs and blurs which bug it is (at x = 0, ``g * x`` and ``g * x * y`` agree)."""
+    low = max(interval.low, -bound) * per_unit
+    high = min(interval.high, bound) * per_unit
+    steps = range(math.ceil(low), math.floor(high) + 1)
+    values = [k / per_unit for k in steps if (k or not nonzero) and interval.contains(k / per_unit)]
+    if not values:  # an interval narrower than the grid: its middle
+        values = [(max(interval.low, -bound) + min(interval.high, bound)) / 2]
+    return sorted(values, key=lambda v: (_denominator(v), v == 0, abs(v), v < 0))
+
+
+def _denominator(value: float) -> int:
+    return value.as_integer_ratio()[1]
