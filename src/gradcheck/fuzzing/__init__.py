@@ -89,7 +89,7 @@ def supported_ops(factory: EngineFactory, only: Sequence[str] | None = None) -> 
         raise UsageError(f"the engine has no method for {', '.join(missing)} (asked in --ops)")
     if not only:
         raise UsageError("--ops names no op")
-    return tuple(dict.fromkeys(only))
+    return tuple(name for name in implemented if name in only)  # in the registry's order
 
 
 def fuzz_engine(

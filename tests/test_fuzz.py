@@ -1,0 +1,303 @@
+"""The fuzzer's parts: generated cases are valid, fair and varied; what is written reads
+back as the case that was checked; the search is reproducible and keeps to its budget.
+
+The generator's properties are themselves tested with Hypothesis, over its own strategy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from gradcheck.cases.loader import load_case, load_file
+from gradcheck.cases.model import Case
+from gradcheck.engines.builtin import BuiltinEngine
+from gradcheck.engines.driver import build_expression
+from gradcheck.errors import UsageError
+from gradcheck.fuzzing import Budget, fuzz_engine, supported_ops
+from gradcheck.fuzzing.coverage import Coverage
+from gradcheck.fuzzing.domain import admissible, kink_distance, kink_gap
+from gradcheck.fuzzing.generate import Space, examples
+from gradcheck.fuzzing.output import case_file_text, case_name
+from gradcheck.fuzzing.program import Apply, Leaf, Literal, Program
+from gradcheck.fuzzing.proposals import MAX_NODE_ELEMENTS, completions, first_ranks
+from gradcheck.fuzzing.search import bug_key, describe
+from gradcheck.ops import Interval, all_ops, get_op
+from gradcheck.results import CaseResult, Hint
+
+ALL = tuple(op.name for op in all_ops())
+# The generator is fast and its examples small: many of them, no deadline.
+PROPERTY = settings(
+    max_examples=150, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+)
+
+
+def case(expr: str, **inputs: object) -> Case:
+    loaded = load_case({"name": "t", "expr": expr, "inputs": inputs})
+    assert isinstance(loaded, Case), loaded
+    return loaded
+
+
+# -- generation ----------------------------------------------------------------------
+
+
+@PROPERTY
+@given(example=examples(Space(ALL)))
+def test_generated_cases_are_valid_small_and_within_the_space(example):
+    space = Space(ALL)
+    case = example.case
+    used = {n.op.name for n in case.expression.op_nodes if n.op is not None}
+    assert used <= set(space.ops)
+    assert 1 <= len(case.expression.op_nodes) <= space.max_ops * 3  # concat/stack of 3
+    assert case.dtype in space.dtypes
+    assert all(len(v.shape) <= space.max_rank + 1 for v in case.inputs.values())
+    assert all(math.prod(n.shape) <= MAX_NODE_ELEMENTS for n in case.expression.nodes)
+    assert case.cotangent.shape == case.expression.output.shape
+
+
+@PROPERTY
+@given(example=examples(Space(ALL)))
+def test_generated_cases_are_fair(example):
+    """Every op's arguments lie in its declared domain, finite and moderate, and a kinked
+    op is never near its kink; exactly at it only when the inputs are integers."""
+    case = example.case
+    engine = BuiltinEngine()
+    built = build_expression(engine, case.expression, case.inputs, set(), case.cotangent.dtype)
+    values = {node: np.asarray(engine.value(t), dtype=np.float64) for node, t in built.items()}
+    assert all(np.isfinite(v).all() and (np.abs(v) <= 100).all() for v in values.values())
+    for node in case.expression.op_nodes:
+        op, args = node.op, [values[a] for a in node.args]
+        for param, interval in op.domain.items():
+            assert np.all(interval.contains(args[op.params.index(param)])), node.text
+        if op.kink:
+            distance = kink_distance(node, args)
+            near = distance < kink_gap(case.dtype)
+            assert not (near & (distance != 0)).any(), node.text
+            assert example.program.kinks or not near.any(), node.text
+
+
+@PROPERTY
+@given(example=examples(Space(ALL)))
+def test_a_written_case_file_reads_back_as_the_checked_case(example, tmp_path_factory):
+    program_case = example.case
+    finding = _finding_of(example)
+    path = tmp_path_factory.mktemp("out") / "case.yaml"
+    path.write_text(case_file_text(finding, seed=3, engine=None, path=str(path)))
+    (read,) = load_file(path)
+    assert isinstance(read, Case), read
+    assert read.expr == program_case.expr
+    assert (read.dtype, read.seed, read.wrt) == (program_case.dtype, program_case.seed, read.wrt)
+    assert read.inputs.keys() == program_case.inputs.keys()
+    for name, value in program_case.inputs.items():
+        assert read.inputs[name].dtype == value.dtype
+        assert np.array_equal(read.inputs[name], value)  # bit for bit: a grid every dtype holds
+    assert np.array_equal(read.cotangent, program_case.cotangent)
+
+
+def _finding_of(example):
+    from gradcheck.fuzzing.search import Finding
+
+    result = CaseResult("fuzz", "<fuzz>", 1, "failed", hints=[Hint("op-vjp", "m", "f", "likely")])
+    return Finding(("op-vjp", "mul"), example, result, 1, 0.0, 0.0, 0)
+
+
+@pytest.mark.parametrize(
+    ("ops", "features"),
+    [
+        (("add", "mul", "maximum"), ("same", "size-1", "leading", "scalar", "constant", "reuse")),
+        (("matmul",), ("batch", "batch one side", "batch size-1", "reuse")),
+        (("sum", "mean", "max"), ("axis=None", "one axis", "several axes", "negative axis",
+                                  "keepdims", "integer inputs")),
+        (("transpose", "getitem", "softmax"), ("perm", "index", "negative axis")),
+    ],
+)  # fmt: skip
+def test_generation_reaches_what_the_issue_lists(ops, features):
+    """Broadcasting of every kind, batched matmul with the batch on one side and of size 1,
+    reductions over none, one, several and negative axes with keepdims, shape ops and
+    indexing, reuse, literals, kinks; over every dtype and both cotangents."""
+    coverage = Coverage()
+    cotangents = set()
+
+    @settings(PROPERTY, max_examples=200)
+    @given(example=examples(Space(ops)))
+    def collect(example):
+        coverage.add(example.case, example.program.kinks)
+        cotangents.add(example.program.cotangent)
+
+    collect()
+    everything = sum((entry.features for entry in coverage.ops.values()), Counter())
+    assert [f for f in features if not everything[f]] == []
+    assert set(coverage.ops) == set(ops)
+    assert set(coverage.dtypes) == {"float32", "float64"}
+    assert cotangents == {"ones", "random"}
+
+
+def test_the_first_ranks_of_an_op_come_from_its_shape_rule():
+    assert first_ranks("matmul", 3) == (2, 3)
+    assert first_ranks("matrix_transpose", 3) == (2, 3)
+    assert first_ranks("add", 3) == (0, 1, 2, 3)
+    assert first_ranks("softmax", 3) == (1, 2, 3)  # axis=-1 needs an axis
+
+
+def test_completions_include_broadcast_batch_and_reduction_variants():
+    matmuls = {c.rest[0].shape for c in completions("matmul", (2, 3, 2), (), 3)}
+    assert {(2, 2, 2), (1, 2, 2)} <= matmuls  # the same batch axes, or broadcast from size 1
+    assert {(2, 1), (2, 3)} <= matmuls  # the other operand 2-D: batch axes on one side only
+    sums = [c.attrs for c in completions("sum", (2, 3), (), 3)]
+    assert (("axis", -1),) in sums and (("axis", [0, 1]), ("keepdims", True)) in sums
+    adds = {c.rest[0].shape for c in completions("add", (2, 3), (), 3)}
+    assert {(2, 3), (1, 3), (2, 1), (3,), (), (2, 2, 3)} <= adds
+    # Every completion is valid by the op's own shape rule, with the output it names.
+    for name in ("concat", "getitem", "reshape", "broadcast_to", "transpose", "squeeze"):
+        op = get_op(name)
+        for c in completions(name, (2, 1, 3), ((2, 1, 3), (3,)), 3):
+            shapes = [(2, 1, 3), *(s.shape for s in c.rest)]
+            attrs = {**op.attrs, **dict(c.attrs)}
+            got = op.shape(shapes, **attrs) if op.variadic else op.shape(*shapes, **attrs)
+            assert tuple(got) == c.shape
+
+
+# -- what is written -----------------------------------------------------------------
+
+
+def test_programs_render_as_expressions_that_parse_to_the_same_graph():
+    x, y = Leaf((2,), (1.0, -1.0)), Leaf((), (2.0,))
+    h = Apply(get_op("exp"), (x,), {}, (2,))
+    diamond = Apply(get_op("mul"), (h, Apply(get_op("sin"), (h,), {}, (2,))), {}, (2,))
+    neg = Apply(get_op("neg"), (Apply(get_op("add"), (x, y), {}, (2,)),), {}, (2,))
+    power = Apply(get_op("pow"), (x, Literal(-1.0)), {}, (2,))
+    index = Apply(get_op("getitem"), (neg,), {"index": (slice(None, None, -1),)}, (2,))
+    reduce = Apply(get_op("sum"), (index,), {"axis": -1, "keepdims": True}, (1,))
+    square = Apply(get_op("mul"), (x, x), {}, (2,))
+    expected = {
+        diamond: "h1 = exp(x)\nh1 * sin(h1)",
+        neg: "-(x + y)",
+        power: "x ** (-1)",
+        reduce: "sum((-(x + y))[::-1], axis=-1, keepdims=True)",
+        square: "x * x",
+    }
+    for output, text in expected.items():
+        data = Program(output, "float64", "ones", 0, kinks=False).case_data()
+        assert data["expr"] == text
+        parsed = load_case(data)
+        assert isinstance(parsed, Case), parsed.message
+        assert parsed.expression.output.shape == output.shape
+
+
+def test_case_names_say_which_bug():
+    assert case_name(("fault:matmul.full-transpose", "matmul")) == "fault-matmul.full-transpose"
+    assert case_name(("op-vjp", "exp")) == "op-vjp-exp"
+    assert case_name(("error", "grad raised ValueError")) == "error-grad-raised-ValueError"
+    assert describe(("op-vjp", "exp")) == "op-vjp (exp)" and describe(("kink", None)) == "kink"
+
+
+def test_an_engine_error_is_one_bug_whatever_the_node_it_raised_at():
+    expression_case = case("exp(x) * y", x=[1.0], y=[2.0])
+    raised = CaseResult("c", "f", 1, "error", message="exp(x) raised ValueError: boom 3")
+    assert bug_key(raised, expression_case) == ("error", "exp raised ValueError")
+    returned = CaseResult("c", "f", 1, "error", message="grad returned 2 arrays for 3 wrt nodes")
+    assert bug_key(returned, expression_case) == ("error", "grad returned N arrays for N wrt nodes")
+
+
+# -- fair cases ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("expr", "inputs", "kinks", "fair"),
+    [
+        ("log(x)", {"x": [0.5, 2.0]}, False, True),
+        ("log(x - y)", {"x": [0.5], "y": [1.0]}, False, False),  # out of log's domain
+        ("x / y", {"x": [1.0], "y": [0.125]}, False, False),  # a denominator near 0
+        ("exp(exp(x))", {"x": [1.5]}, False, False),  # 88: larger than moderate, and exp(4.5)
+        ("relu(x * y - z)", {"x": [0.1], "y": [0.1], "z": [0.01]}, True, False),  # 1e-18 from 0
+        ("relu(x - y)", {"x": [1.0], "y": [1.0]}, True, True),  # exactly at the kink ...
+        ("relu(x - y)", {"x": [1.0], "y": [1.0]}, False, False),  # ... only when the target
+        ("max(x)", {"x": [1.0, 1.0 + 1e-6]}, True, False),  # a near tie
+        ("max(x)", {"x": [1.0, 1.0, 0.5]}, True, True),  # an exact tie
+        ("max(x)", {"x": [2.0, 1.0, 0.5]}, False, True),  # one winner: no kink at all
+        ("maximum(x, y)", {"x": [1.0], "y": [1.001]}, False, False),
+        ("x ** y", {"x": [-1.0], "y": [2.0]}, False, False),  # pow keeps a positive base
+    ],
+)
+def test_only_fair_cases_are_checked(expr, inputs, kinks, fair):
+    assert (admissible(case(expr, **inputs), kinks=kinks) is not None) is fair
+
+
+def test_domains_keep_every_vjp_finite():
+    """Inside its declared domain, each op's builtin VJPs are finite (so neither
+    engine nor reference can produce a NaN there that would be a false alarm)."""
+    for op in (op for op in all_ops() if op.domain):
+        grids = [_sample(op.domain.get(p, Interval())) for p in op.params]
+        args = np.meshgrid(*grids)
+        ans = op.forward(*args, **op.attrs)
+        for vjp in op.vjps:
+            with np.errstate(all="raise"):
+                assert np.isfinite(vjp(np.ones_like(ans), ans, *args, **op.attrs)).all(), op.name
+
+
+def _sample(interval: Interval) -> np.ndarray:
+    values = np.linspace(max(interval.low, -3), min(interval.high, 3), 25)
+    return values[np.abs(values) >= max(interval.gap, 1e-3)]
+
+
+def test_a_domain_names_parameters_of_its_op():
+    add = get_op("add")
+    with pytest.raises(TypeError, match="unknown parameter 'c'"):
+        type(add)(**{**add.__dict__, "name": "add2", "domain": {"c": Interval()}})
+
+
+# -- the search ----------------------------------------------------------------------
+
+
+def test_a_run_is_reproducible_from_its_seed():
+    def once():
+        run = fuzz_engine(_engine("MulSelf"), ops=["mul", "add"], budget=Budget(60), seed=7)
+        return [(b.key, b.text) for b in run.bugs], run.search.examples
+
+    assert once() == once()
+
+
+def test_the_budget_bounds_the_run():
+    run = fuzz_engine(BuiltinEngine, ops=["add"], budget=Budget(40), seed=1)
+    assert (run.search.examples, run.search.stopped, run.bugs) == (40, "max-examples", [])
+    timed = fuzz_engine(BuiltinEngine, budget=Budget(10_000, seconds=0.0), seed=1)
+    assert (timed.search.examples, timed.search.stopped) == (0, "time")
+    first = fuzz_engine(_engine("MulSelf"), ops=["mul"], budget=Budget(200, max_bugs=1), seed=1)
+    assert (len(first.bugs), first.search.stopped) == (1, "max-bugs")
+
+
+def test_nothing_is_written_unless_asked(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run = fuzz_engine(_engine("MulSelf"), ops=["mul"], budget=Budget(30), seed=2)
+    assert run.bugs and all(bug.path is None for bug in run.bugs)
+    assert list(tmp_path.iterdir()) == []  # no .hypothesis/, no cache, no case file
+    written = fuzz_engine(
+        _engine("MulSelf"), ops=["mul"], budget=Budget(30), seed=2, out=tmp_path / "o"
+    )
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["fault-mul.self.yaml"]
+    assert [p.name for p in tmp_path.iterdir()] == ["o"]
+    assert written.bugs[0].text == (tmp_path / "o" / "fault-mul.self.yaml").read_text()
+
+
+def test_usage_errors_name_the_problem():
+    with pytest.raises(UsageError, match="unknown op 'nosuch'"):
+        supported_ops(BuiltinEngine, ["nosuch"])
+    with pytest.raises(UsageError, match="no method for add"):
+        supported_ops(_engine("matmul-only"), ["matmul", "add"])
+    with pytest.raises(UsageError, match="dtype 'float8'"):
+        fuzz_engine(BuiltinEngine, dtypes=["float8"], budget=Budget(1))
+    assert supported_ops(_engine("matmul-only")) == ("matmul",)
+
+
+def _engine(name: str):
+    from gradcheck.engines.adapters import load_engine
+
+    root = Path(__file__).resolve().parents[1]
+    if name == "matmul-only":
+        return load_engine(str(root / "examples" / "seed_engine.py"))
+    return load_engine(f"{root / 'tests' / 'corpus' / 'tape_bugs.py'}:{name}")
