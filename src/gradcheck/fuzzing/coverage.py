@@ -12,10 +12,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from ..cases.model import Case
 from ..expression import Node
+from ..ops import broadcast_shapes
 
 # The order features are listed in.
 FEATURES = (
@@ -76,7 +75,7 @@ def features(node: Node, uses: Counter[Node]) -> set[str]:
     assert op is not None
     found: set[str] = set()
     if len(args) > 1 and not op.variadic:
-        if _broadcasts(args, out):
+        if op.shape is broadcast_shapes:  # an elementwise op
             for arg in args:
                 found |= _meets(arg, out)
         elif len(out) >= 2 and out[:-2]:  # an op over the last two axes, with batch axes
@@ -91,13 +90,6 @@ def features(node: Node, uses: Counter[Node]) -> set[str]:
     if any(uses[arg] > 1 for arg in args if not arg.is_literal):
         found.add("reuse")
     return found
-
-
-def _broadcasts(args: tuple[Node, ...], out: tuple[int, ...]) -> bool:
-    try:
-        return tuple(np.broadcast_shapes(*(a.shape for a in args))) == tuple(out)
-    except ValueError:
-        return False
 
 
 def _meets(arg: Node, out: tuple[int, ...], *, batch: bool = False) -> set[str]:

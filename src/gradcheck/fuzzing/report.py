@@ -76,7 +76,7 @@ def coverage_table(run: FuzzRun) -> Table:
     )
     table.add_column("op")
     table.add_column("examples", justify="right")
-    table.add_column("exercised", overflow="fold")
+    table.add_column("exercised (op nodes)", overflow="fold")
     for name in run.ops:
         entry = coverage.ops.get(name)
         if entry is None:
