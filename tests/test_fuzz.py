@@ -21,7 +21,7 @@ from gradcheck.engines.driver import build_expression
 from gradcheck.errors import UsageError
 from gradcheck.fuzzing import Budget, fuzz_engine, supported_ops
 from gradcheck.fuzzing.coverage import Coverage
-from gradcheck.fuzzing.domain import admissible, kink_distance, kink_gap
+from gradcheck.fuzzing.domain import Unfair, admissible, kink_distance, kink_gap
 from gradcheck.fuzzing.generate import Space, examples
 from gradcheck.fuzzing.output import case_file_text, case_name
 from gradcheck.fuzzing.program import Apply, Leaf, Literal, Program
@@ -230,7 +230,18 @@ def test_an_engine_error_is_one_bug_whatever_the_node_it_raised_at():
     ],
 )
 def test_only_fair_cases_are_checked(expr, inputs, kinks, fair):
-    assert (admissible(case(expr, **inputs), kinks=kinks) is not None) is fair
+    if fair:
+        assert admissible(case(expr, **inputs), kinks=kinks) is not None
+    else:
+        with pytest.raises(Unfair):
+            admissible(case(expr, **inputs), kinks=kinks)
+
+
+def test_kinks_an_engine_declares_its_own_convention_for_are_no_target():
+    at_kink = case("relu(x - y)", x=[1.0], y=[1.0])
+    assert admissible(at_kink, kinks=True, own_conventions=frozenset({"abs"})) is not None
+    with pytest.raises(Unfair):
+        admissible(at_kink, kinks=True, own_conventions=frozenset({"relu"}))
 
 
 def test_domains_keep_every_vjp_finite():
@@ -292,7 +303,7 @@ def test_nothing_is_written_unless_asked(tmp_path, monkeypatch):
 def test_usage_errors_name_the_problem():
     with pytest.raises(UsageError, match="unknown op 'nosuch'"):
         supported_ops(BuiltinEngine, ["nosuch"])
-    with pytest.raises(UsageError, match="no method for add"):
+    with pytest.raises(UsageError, match="cannot fuzz add"):
         supported_ops(_engine("matmul-only"), ["matmul", "add"])
     with pytest.raises(UsageError, match="dtype 'float8'"):
         fuzz_engine(BuiltinEngine, dtypes=["float8"], budget=Budget(1))

@@ -111,7 +111,7 @@ def test_fail_fast_and_time():
     ("args", "message"),
     [
         (["--ops", "nosuch"], "unknown op 'nosuch'"),
-        (["--engine", SEED_ENGINE, "--ops", "matmul,add"], "no method for add"),
+        (["--engine", SEED_ENGINE, "--ops", "matmul,add"], "cannot fuzz add"),
         (["--dtype", "float8"], "dtype 'float8'"),
         (["--engine", "nosuch_engine.py"], "no such file"),
     ],
@@ -177,3 +177,34 @@ def test_the_plugin_fuzz_item_passes_for_a_correct_engine(pytester: pytest.Pytes
     clean = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     clean.assert_outcomes(passed=1)
     assert "fuzz 30 examples" in clean.stdout.str()  # the report header says so
+
+
+# -- user-defined ops (SPEC §9) -----------------------------------------------------------
+
+WRONG_SOFTPLUS = """\
+from gradcheck.engines.builtin import BuiltinEngine
+
+
+class Engine(BuiltinEngine):
+    name = "wrong-softplus"
+
+    def vjp_rule(self, op, i):
+        if op.name == "softplus":  # g * x, where softplus' is sigmoid(x)
+            return lambda g, ans, x: g * x
+        return super().vjp_rule(op, i)
+"""
+
+
+def test_fuzzing_a_user_op_loaded_with_ops(tmp_path):
+    """`--ops FILE.py` loads user-defined ops (as for `run`); `--ops names` picks ops."""
+    ops_file = str(ROOT / "examples" / "custom_op" / "softplus_ops.py")
+    (tmp_path / "wrong.py").write_text(WRONG_SOFTPLUS)
+    clean = fuzz("--ops", ops_file, "--ops", "softplus,add", "--max-examples", "40",
+                 "--seed", "1", "--format", "json")  # fmt: skip
+    assert clean.exit_code == 0, clean.output
+    assert json.loads(clean.stdout)["ops"] == ["add", "softplus"]
+    found = fuzz("--engine", "wrong.py", "--ops", ops_file, "--ops", "softplus",
+                 "--max-examples", "40", "--seed", "1", "--format", "json")  # fmt: skip
+    assert found.exit_code == 1, found.output
+    (bug,) = json.loads(found.stdout)["bugs"]
+    assert bug["op"] == "softplus" and "softplus(x)" in bug["case"]["expr"]

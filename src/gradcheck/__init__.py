@@ -25,6 +25,7 @@ from .errors import GradcheckError
 
 # The op declaration's public names, imported on first use (they bring NumPy in).
 _OPS_API = {
+    "Interval": "registry",
     "Op": "registry",
     "ShapeError": "registry",
     "broadcast_shapes": "broadcast",

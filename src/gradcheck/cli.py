@@ -247,6 +247,14 @@ def _names(text: str | None) -> list[str] | None:
     return None if text is None else [n.strip() for n in text.split(",") if n.strip()]
 
 
+def _ops_and_files(values: list[str] | None) -> tuple[list[str] | None, list[Path]]:
+    """`fuzz --ops`: op names (SPEC §10, comma-separated) and ops files (SPEC §9, `*.py`),
+    told apart by the suffix, since an op's name is an identifier."""
+    files = [Path(v) for v in values or [] if v.endswith(".py")]
+    names = [n for v in values or [] if not v.endswith(".py") for n in _names(v) or []]
+    return (names or None), files
+
+
 @app.command()
 @boundary
 def fuzz(
@@ -255,10 +263,11 @@ def fuzz(
         typer.Option("--engine", "-e", help="builtin, path/file.py[:Class] or pkg.module[:Class]."),
     ] = "builtin",
     ops: Annotated[
-        str | None,
+        list[str] | None,
         typer.Option(
-            help="Only these ops, comma-separated (default: every op the engine has).",
-            metavar="A,B,...",
+            help="Only these ops, comma-separated (default: every op the engine has); or a "
+            "Python file of user-defined ops to load (gradcheck.op), as for run. Repeatable.",
+            metavar="A,B,...|FILE.py",
         ),
     ] = None,
     max_examples: Annotated[
@@ -299,6 +308,10 @@ def fuzz(
         Path | None,
         typer.Option(help="Reuse TensorFlow's results kept here (default: no cache)."),
     ] = None,
+    reference: Annotated[
+        Reference,
+        typer.Option(help="What a failing example is confirmed against, as for run."),
+    ] = Reference.tensorflow,
 ) -> None:
     """Generate cases over the engine's ops, and shrink each bug found to a case file."""
     import secrets
@@ -307,13 +320,15 @@ def fuzz(
     from .fuzzing.report import fuzz_to_dict, render_fuzz
     from .runner import RunOptions
 
-    options = RunOptions(cache=_cache(cache_dir))
+    names, ops_files = _ops_and_files(ops)
+    _load_ops(ops_files)
+    options = RunOptions(cache=_cache(cache_dir), reference=reference.value)
     run_seed = secrets.randbelow(2**32) if seed is None else seed
     console = _console()
     with _fuzz_progress(show=format is FuzzFormat.rich) as on_progress:
         result = fuzz_engine(
             _engine(engine),
-            ops=_names(ops),
+            ops=names,
             dtypes=_names(dtype) or [],
             max_ops=max_ops,
             max_rank=max_rank,

@@ -70,13 +70,21 @@ class FuzzRun:
         return 1 if self.bugs else 0
 
 
-def supported_ops(factory: EngineFactory, only: Sequence[str] | None = None) -> tuple[str, ...]:
-    """The registry's ops the engine has a method for (those of `only`, which it must have)."""
+def supported_ops(
+    factory: EngineFactory, only: Sequence[str] | None = None, reference: str = "tensorflow"
+) -> tuple[str, ...]:
+    """The registry's ops the engine has a method for and the reference can judge (a user
+    op without a TensorFlow builder needs the numeric reference); those of `only`, which
+    must be such ops."""
     try:
         engine = call_engine("creating the engine", factory)
     except EngineFailure as failure:
         raise UsageError(f"cannot fuzz: {failure.message}") from None
-    implemented = [op.name for op in all_ops() if callable(getattr(engine, op.name, None))]
+    implemented = [
+        op.name
+        for op in all_ops()
+        if callable(getattr(engine, op.name, None)) and (op.tf or reference == "numeric")
+    ]
     if only is None:
         if not implemented:
             raise UsageError("the engine has a method for none of gradcheck's ops")
@@ -86,7 +94,10 @@ def supported_ops(factory: EngineFactory, only: Sequence[str] | None = None) -> 
         raise UsageError(f"unknown op {unknown[0]!r} in --ops (see `gradcheck ops`)")
     missing = [name for name in only if name not in implemented]
     if missing:
-        raise UsageError(f"the engine has no method for {', '.join(missing)} (asked in --ops)")
+        raise UsageError(
+            f"cannot fuzz {', '.join(missing)} (asked in --ops): the engine has no method for "
+            "it, or it declares no TensorFlow builder (then use --reference numeric)"
+        )
     if not only:
         raise UsageError("--ops names no op")
     return tuple(name for name in implemented if name in only)  # in the registry's order
@@ -114,7 +125,9 @@ def fuzz_engine(
     budget = budget or Budget()
     options = options or RunOptions()
     try:
-        space = Space(supported_ops(factory, ops), tuple(dtypes), max_ops, max_rank)
+        ops = supported_ops(factory, ops, options.reference)
+        conventions = frozenset(getattr(factory, "conventions", None) or ())
+        space = Space(ops, tuple(dtypes), max_ops, max_rank, conventions)
     except ValueError as e:
         raise UsageError(str(e)) from None
     found = search.run(

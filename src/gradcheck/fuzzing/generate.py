@@ -33,7 +33,7 @@ from ..cases.loader import load_case
 from ..cases.model import DTYPES, Case, InvalidCase
 from ..engines.driver import EngineRun
 from ..ops import Interval, Op, ShapeError, get_op
-from .domain import admissible
+from .domain import Unfair, admissible
 from .program import Apply, Leaf, Literal, Program, Value
 from .proposals import (
     MAX_DIM,
@@ -62,6 +62,9 @@ class Space:
     dtypes: tuple[str, ...] = DEFAULT_DTYPES
     max_ops: int = DEFAULT_MAX_OPS
     max_rank: int = DEFAULT_MAX_RANK
+    # Ops at whose kinks the engine declares a convention of its own (SPEC §4): their
+    # kinks are no target, TensorFlow's convention not being what the engine follows.
+    own_conventions: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if not self.ops:
@@ -80,12 +83,12 @@ class Space:
 @dataclass
 class Example:
     """One generated case: its program, the case as case-file keys and as loaded, and the
-    builtin engine's run of it (the quick reference)."""
+    builtin engine's run of it (the quick reference; None for a user op without VJPs)."""
 
     program: Program
     data: dict[str, Any]
     case: Case
-    builtin: EngineRun
+    builtin: EngineRun | None
 
 
 def examples(
@@ -103,8 +106,9 @@ def _examples(draw: st.DrawFn, space: Space, on_reject: Callable[[], None] | Non
     case = load_case(data, file="<fuzz>")
     if isinstance(case, InvalidCase):  # the generator's own bug: say it loudly
         raise AssertionError(f"generated an invalid case: {case.message}\n{data}")
-    builtin = admissible(case, kinks=program.kinks)
-    if builtin is None:
+    try:
+        builtin = admissible(case, kinks=program.kinks, own_conventions=space.own_conventions)
+    except Unfair:
         if on_reject:
             on_reject()
         reject()

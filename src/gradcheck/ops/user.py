@@ -19,8 +19,10 @@ tensor parameters, its keyword-only parameters (with defaults) the attributes, i
 docstring the op's `doc`. `shape` is required; `vjps` (one per parameter, in the
 builtin engine's ``vjp(g, ans, *args, **attrs)`` form) and `tf` (``tf(tf, *args,
 **attrs)``) are optional: without VJPs the builtin engine skips the op, without a
-TensorFlow builder only ``--reference numeric`` judges it. `register_op(Op(...))`
-is the long form, field for field what the builtin ops declare.
+TensorFlow builder only ``--reference numeric`` judges it. `domain` maps a parameter
+to the `gradcheck.Interval` that ``gradcheck fuzz`` keeps its values in (as the builtin
+ops declare: ``{"x": gradcheck.Interval(low=0.1)}``). `register_op(Op(...))` is the
+long form, field for field what the builtin ops declare.
 
 `load_ops_files` imports such files, once per process whatever it is asked (so a
 config file, the command line and a worker process's initializer may all call it).
@@ -35,13 +37,13 @@ import inspect
 import keyword
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
 from . import registry
-from .registry import VJP, Op, Shape
+from .registry import VJP, Interval, Op, Shape
 
 # Names the engine protocol, the builtin engine or the TensorFlow engine use for something
 # else than an op: an op method of that name would be shadowed by them, or shadow them.
@@ -72,6 +74,7 @@ def op(
     name: str | None = None,
     doc: str | None = None,
     variadic: bool = False,
+    domain: Mapping[str, Interval] | None = None,
 ) -> Callable[[Callable[..., Any]], Op]:
     """Declare the decorated NumPy forward as an op; the decorator returns the `Op`."""
     origin = _origin(sys._getframe(1))
@@ -91,6 +94,7 @@ def op(
             tf_name=tf_name,
             doc=doc if doc is not None else inspect.getdoc(forward) or "",
             variadic=variadic,
+            domain=dict(domain or {}),
         )
         return _register(declared)
 
