@@ -26,6 +26,7 @@ from ..cases.loader import load_case, load_file
 from ..cases.model import Case
 from ..engines.adapters import engine_name
 from ..engines.driver import EngineFailure, call_engine
+from ..engines.numeric import LABEL as NUMERIC_LABEL
 from ..engines.protocol import EngineFactory
 from ..engines.tensorflow import reference_label
 from ..errors import UsageError
@@ -136,12 +137,21 @@ def fuzz_engine(
     bugs = [_found_bug(f, factory, options, seed, out, engine_spec) for f in found.findings]
     return FuzzRun(
         engine=engine_name(factory),
-        reference=reference_label(options.cache and options.cache.tensorflow_version),
+        reference=_reference_label(options),
         seed=seed,
         ops=space.ops,
         search=found,
         bugs=bugs,
     )
+
+
+def _reference_label(options: RunOptions) -> str:
+    labels = []
+    if options.reference in ("tensorflow", "both"):
+        labels.append(reference_label(options.cache and options.cache.tensorflow_version))
+    if options.reference in ("numeric", "both"):
+        labels.append(NUMERIC_LABEL)
+    return " + ".join(labels)
 
 
 def _found_bug(

@@ -1,16 +1,17 @@
 """Random cases over the op registry, as Hypothesis strategies (SPEC §10).
 
-A case is grown as a small program: each step applies an op to the newest value, to
-another earlier one or to a fresh input, and completes it with one of the ways the
-op's shape rule allows (`proposals.completions`): other arguments that broadcast, a
-contraction, reused values (diamonds, ``x * x``), literals, attributes. The last value
-is the output. Inputs are drawn inside the domain the registry declares for the
-parameter they first feed (`Op.domain`), on a grid: in [-2, 2] by sixteenths (no
-subnormals, exact in every dtype), or, in a quarter of the cases when a kinked op may
-occur, as small integers, which put relu and abs at 0 and max, min, maximum and minimum
-at ties on purpose. Then `domain.admissible` runs the builtin engine and keeps only cases
-where every op's arguments really lie inside its domain and away from its kinks (at
-them exactly when kinks are the target).
+A case is grown as a small program from one fresh input: each step applies an op to
+the newest value (or an earlier one) and completes it with one of the ways the op's
+shape rule allows (`proposals.completions`): other arguments, fresh inputs that
+broadcast or contract, reused values (diamonds, ``x * x``), literals; attributes. The
+last value is the output. A fresh input is drawn inside the domain the registry
+declares for the parameter it feeds (`Op.domain`; the first input, in one of the ops'
+domains), on a grid: in [-2, 2] by sixteenths (no subnormals, exact in every dtype),
+or, in a quarter of the cases when a kinked op may occur, as small integers, which put
+relu and abs at 0 and max, min, maximum and minimum at ties on purpose. Then
+`domain.admissible` runs the builtin engine and keeps only the cases where every op's
+arguments really lie inside its domain and away from its kinks (at them exactly when
+kinks are the target).
 
 Every choice is drawn so that Hypothesis' smaller means simpler: fewer steps, the first
 op of the list, the newest value, lower ranks, axes of size 1, the first completion,
@@ -162,8 +163,8 @@ class _Builder:
         ops = self.space.ops
         ranks = sorted({r for op in ops for r in first_ranks(op, self.space.max_rank)}) or [0]
         intervals = _first_intervals(ops)
-        rank = ranks[_scaled(self.draw(_binary(1))[0], len(ranks))]  # on its own: see _binary
-        interval = intervals[_scaled(self.draw(_binary(1))[0], len(intervals))]
+        rank = ranks[_scaled(self._byte(), len(ranks))]  # a byte on its own: see _binary
+        interval = intervals[_scaled(self._byte(), len(intervals))]
         shape = tuple(1 + _scaled(b, MAX_DIM) for b in self.draw(_binary(rank)))
         self.values.append(self._leaf(shape, interval))
 
@@ -171,7 +172,7 @@ class _Builder:
         """One more step; False for no more. The op is drawn even past the last step, so
         that a program that had as many steps as allowed reads the same with one fewer."""
         ops = self.space.ops
-        which = self.draw(_binary(1))[0]
+        which = self._byte()
         if self.steps == self.space.max_ops or (self.steps and which < 32):
             return False
         self.steps += 1
@@ -202,7 +203,7 @@ class _Builder:
             return self.values[source.index]
         if isinstance(source, Constant):
             grid = _grid(_interval(op, position), *LITERALS, nonzero=True)
-            return Literal(grid[_scaled(self.draw(_binary(1))[0], len(grid))])
+            return Literal(grid[_scaled(self._byte(), len(grid))])
         return self._leaf(source.shape, _interval(op, position))
 
     def _leaf(self, shape: tuple[int, ...], interval: Interval) -> Leaf:
@@ -210,6 +211,9 @@ class _Builder:
         size = math.prod(shape)
         values = self.draw(_bytes(size))[:size]  # one choice for all the elements
         return Leaf(shape, tuple(grid[_scaled(b, len(grid))] for b in values))
+
+    def _byte(self) -> int:
+        return self.draw(_binary(1))[0]
 
 
 def _swappable(op: Op, args: list[Value], chosen: Completion) -> bool:

@@ -12,9 +12,10 @@ tool's normal), from a seed, so a run is reproducible.
 Checking an example asks TensorFlow only when it is worth it: the engine's numbers are
 first compared with the builtin engine's (which the test suite holds to TensorFlow and
 finite differences op by op, and which `domain.admissible` already ran); only an
-example where they differ is checked as any case is, by `runner.check_case`, with
-TensorFlow as the reference and the diagnosis naming the bug. The rare example where
-TensorFlow then agrees with the engine is counted as unconfirmed, never reported.
+example where they differ is checked as any case is, by `runner.check_case`, against
+the run's reference (TensorFlow unless `RunOptions.reference` says otherwise), the
+diagnosis naming the bug. The rare example where the reference then agrees with the
+engine is counted as unconfirmed, never reported.
 A failure whose top hint is `precision` (a few ulps: a tolerance question, not a bug,
 SPEC §6) is counted as rounding, not reported.
 """
@@ -84,7 +85,7 @@ class SearchResult:
     shrink_steps: int  # examples checked while shrinking
     rejected: int  # drawn, then thrown away for leaving an op's domain
     skipped: int  # the engine raised NotImplementedError for them
-    unconfirmed: int  # differed from the builtin engine, but TensorFlow agreed with the engine
+    unconfirmed: int  # differed from the builtin engine, but the reference agreed with the engine
     rounding: int  # failed by a few ulps only (top hint `precision`)
     coverage: Coverage
     duration_s: float
