@@ -209,3 +209,16 @@ def test_fuzzing_a_user_op_loaded_with_ops(tmp_path):
     assert found.exit_code == 1, found.output
     (bug,) = json.loads(found.stdout)["bugs"]
     assert bug["op"] == "softplus" and "softplus(x)" in bug["case"]["expr"]
+
+
+def test_a_case_file_found_from_python_names_the_engine_class(tmp_path):
+    from gradcheck.engines.builtin import BuiltinEngine
+
+    class Wrong(BuiltinEngine):  # mul's VJP for a is g * a
+        def vjp_rule(self, op, i):
+            if op.name == "mul" and i == 0:
+                return lambda g, ans, a, b: g * a
+            return super().vjp_rule(op, i)
+
+    (found,) = gradcheck.fuzz(Wrong, ops=["mul"], max_examples=30)
+    assert f"--engine {Path(__file__).resolve()}:Wrong" in found.yaml

@@ -401,7 +401,7 @@ def fuzz(
         budget=Budget(max_examples, time, max_bugs),
         seed=seed,
         out=None if out is None else Path(out),
-        engine_spec=engine if isinstance(engine, str) and engine != "builtin" else None,
+        engine_spec=_engine_spec(engine),
         options=_options(cache_dir=cache_dir),
     )
     return FuzzReport(run)
@@ -465,6 +465,26 @@ def _engine_factory(engine: EngineSpec) -> Callable[[], Any]:
     )
 
 
+def _engine_spec(engine: EngineSpec) -> str | None:
+    """How a case file's reproduce command names `engine`: its spec, or for a class the
+    file it is defined in; None for the builtin engine (or a factory: no file to name)."""
+    if isinstance(engine, str):
+        return None if engine == "builtin" else engine
+    try:
+        file = inspect.getsourcefile(engine) if inspect.isclass(engine) else None
+    except TypeError:  # a class defined in C, or in no file
+        file = None
+    return f"{_relative(file)}:{engine.__name__}" if file else None
+
+
+def _relative(file: str) -> str:
+    """`file` relative to the working folder when it is inside it."""
+    try:
+        return str(Path(file).resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return file
+
+
 def _caller() -> tuple[str, int]:
     """The file and line that called the API (outside this module), for reports and errors."""
     frame = inspect.currentframe()
@@ -473,10 +493,4 @@ def _caller() -> tuple[str, int]:
         frame = frame.f_back
     if frame is None:
         return "<python>", 1
-    file = frame.f_code.co_filename
-    try:
-        relative = Path(file).resolve().relative_to(Path.cwd().resolve())
-        file = str(relative)
-    except (ValueError, OSError):
-        pass
-    return file, frame.f_lineno
+    return _relative(frame.f_code.co_filename), frame.f_lineno
