@@ -51,8 +51,9 @@ def test_the_question_engine_without_a_case_file(tmp_path):
     """Done when: `gradcheck fuzz --engine examples/seed_engine.py` finds the full
     transpose and writes a case no larger than the question's, which `gradcheck run`
     reproduces."""
-    # The default budget is 1000 examples; this seed finds the bug in its first 100.
-    result = fuzz("--engine", SEED_ENGINE, "--seed", "0", "--max-examples", "300", "--out", "found")
+    # The default budget is 1000 examples, in which seeds 0, 1 and 2 all find it (after
+    # 498, 239 and 4 examples); seed 2 keeps the test short.
+    result = fuzz("--engine", SEED_ENGINE, "--seed", "2", "--max-examples", "100", "--out", "found")
     assert result.exit_code == 1, result.output
     written = tmp_path / "found" / "fault-matmul.full-transpose.yaml"
     assert written.exists(), sorted(p.name for p in (tmp_path / "found").iterdir())

@@ -93,6 +93,8 @@ def kink_distance(node: Node, args: list[np.ndarray]) -> np.ndarray:
     x = args[0].astype(np.float64)
     if op.kink == "zero":  # relu, abs
         return np.abs(x)
+    if op.kink == "base":  # pow's exponent, where the base is <= 0 (kept out by the domain)
+        return np.maximum(x, 0.0)
     if len(args) == 2:  # maximum, minimum: a tie between the arguments
         return np.abs(x - args[1].astype(np.float64))
     # max, min over `axis`: an element tied with the extremum, or close behind it

@@ -112,6 +112,8 @@ def shapes_beside(shape: Shape, max_rank: int) -> list[Shape]:
     """Shapes an op's other argument may take beside a first argument of `shape`."""
     s, r = tuple(shape), len(shape)
     found: list[Shape] = [s]
+    if r:  # square contractions early: a first argument that shrinks keeps one that fits
+        found += [(*s[:-2], s[-1], s[-1]), (s[-1], s[-1])]
     found += [_with(s, i, 1) for i in range(r) if s[i] > 1]  # size-1 axes that broadcast
     found.append((1,) * r)
     found += [s[k:] for k in range(1, r + 1)]  # fewer leading axes, down to a scalar

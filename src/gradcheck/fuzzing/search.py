@@ -323,15 +323,18 @@ _RAISED = re.compile(r"^(.*?) raised (\w+)")
 
 
 def bug_key(result: CaseResult, case: Case) -> BugKey:
-    """What makes two failures the same bug: the top hint's code and op; for an engine
-    error, what raised which exception (a node as its op: sizes and names vary)."""
-    if result.status == "error":
-        raised = _RAISED.match(result.message)
-        if raised is None:  # "grad returned 2 arrays for 3 wrt nodes (x, y, z)"
-            return "error", re.sub(r"\d+", "N", re.split(r"[(:]", result.message)[0]).strip()
-        what, exception = raised.groups()
-        ops = {n.text: n.op.name for n in case.expression.op_nodes if n.op is not None}
-        return "error", f"{ops.get(what, what)} raised {exception}"
-    if result.hints:
-        return result.hints[0].code, result.hints[0].op
-    return "failed", None
+    """What makes two failures the same bug: the top hint's code and op. An engine error
+    is another way to fail than wrong numbers: ``("error", <its top hint>)``, or where
+    the diagnosis did not localise it, what raised which exception (a node as its op:
+    sizes and names vary)."""
+    top = result.hints[0] if result.hints else None
+    if result.status != "error":
+        return (top.code, top.op) if top else ("failed", None)
+    if top is not None:
+        return "error", describe((top.code, top.op))
+    raised = _RAISED.match(result.message)
+    if raised is None:  # "grad returned 2 arrays for 3 wrt nodes (x, y, z)"
+        return "error", re.sub(r"\d+", "N", re.split(r"[(:]", result.message)[0]).strip()
+    what, exception = raised.groups()
+    ops = {n.text: n.op.name for n in case.expression.op_nodes if n.op is not None}
+    return "error", f"{ops.get(what, what)} raised {exception}"
