@@ -20,6 +20,7 @@ from gradcheck.cases import Case, load_file
 from gradcheck.diagnosis import patterns, rank
 from gradcheck.diagnosis.faults import FAULTS, FaultyEngine
 from gradcheck.engines.builtin import BuiltinEngine
+from gradcheck.ops.broadcast import fmt_shape
 from gradcheck.results import CaseResult, Hint
 from gradcheck.runner import RunOptions, run
 
@@ -314,6 +315,21 @@ def test_forward_mismatch_comes_first(tmp_path):
     assert result.status == "failed"
     [hint] = result.hints  # gradients are right: nothing else to say
     assert (hint.code, hint.confidence, hint.node) == ("forward-mismatch", "exact", "x * y + y")
+
+
+class ForwardKeepsAnAxis(BuiltinEngine):
+    def value(self, node):
+        return np.expand_dims(super().value(node), 0)
+
+
+def test_forward_mismatch_of_shape_names_both_shapes(tmp_path):
+    case = make_case(tmp_path, "x * y + y", XY)
+    hint = check(case, ForwardKeepsAnAxis).hints[0]
+    assert hint.code == "forward-mismatch"
+    shape = case.expression.output.shape
+    assert f"shape {fmt_shape((1, *shape))} where TensorFlow's is {fmt_shape(shape)}" in (
+        hint.message
+    ), hint.message
 
 
 class WrongForwardAndGradients(WrongForward):

@@ -20,6 +20,7 @@ from ..cases.model import LOW_PRECISION, Case
 from ..comparison.compare import compare
 from ..engines.builtin import BuiltinEngine
 from ..engines.driver import EngineFailure, Unsupported, run_engine
+from ..ops.broadcast import fmt_shape
 from ..ops.reductions import reduced_size
 from ..results import CaseResult, Hint
 from . import dtypes, idiom
@@ -118,9 +119,16 @@ def _forward_hint(evidence: Evidence) -> Hint:
             how,
             "likely",
         )
+    forward = evidence.result.forward
+    differ = (
+        f"max abs diff {forward.max_abs_diff:.3g}"
+        if forward.max_abs_diff is not None
+        else f"shape {fmt_shape(forward.engine_shape)} where TensorFlow's is "
+        f"{fmt_shape(forward.reference_shape)}"
+    )
     return Hint(
         "forward-mismatch",
-        f"the forward values already differ (max abs diff {evidence.result.forward.max_abs_diff})",
+        f"the forward values already differ ({differ})",
         "fix the forward pass first: gradients of a wrong value cannot match; compare "
         "`value(node)` with TensorFlow's op by op (the nodes checked alone say which)",
         "exact",

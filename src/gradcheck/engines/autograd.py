@@ -57,6 +57,10 @@ class AutogradEngine(NumpyApiOps):
         return anp.maximum(x, 0.0)
 
     def logsumexp(self, x, axis=None, keepdims=False):
+        # autograd's logsumexp gives a 0-d input a (1,)-shaped result under keepdims, and
+        # its VJP then raises; over a scalar the answer is the scalar itself.
+        if anp.ndim(x) == 0:
+            return x
         return _logsumexp(x, axis=np_axis(axis), keepdims=keepdims)
 
     def softmax(self, x, axis=-1):

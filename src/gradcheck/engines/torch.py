@@ -180,7 +180,8 @@ class TorchEngine:
         return torch.reshape(x, shape)
 
     def transpose(self, x, perm=None):
-        return x.permute(*(reversed(range(x.ndim)) if perm is None else perm))
+        # A tuple, not unpacked dims: `permute()` of a 0-d tensor needs an empty one.
+        return x.permute(tuple(reversed(range(x.ndim))) if perm is None else tuple(perm))
 
     def matrix_transpose(self, x):
         return torch.transpose(x, -1, -2)
