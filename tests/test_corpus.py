@@ -49,6 +49,16 @@ MECHANISMS = [
     "formula",
 ]
 
+# SPEC §6.1: how the backward driver goes wrong, and the stale gradients it keeps.
+DRIVER_MECHANISMS = [
+    "no-accumulate",
+    "per-path",
+    "early-propagation",
+    "missed-node",
+    "unknown",
+    "not-zeroed",
+]
+
 
 def engine(spec: str) -> EngineFactory:
     """`load_engine` for a spec relative to the repository root, whatever the cwd."""
@@ -101,6 +111,12 @@ def test_registry_plants_every_mechanism_in_every_style(mechanism):
         and b.status == "failed"
     }
     assert styles == {"tape", "closure", "tfop"}, mechanism
+
+
+@pytest.mark.parametrize("mechanism", DRIVER_MECHANISMS)
+def test_registry_plants_every_driver_mechanism_in_a_tape_and_a_closure_engine(mechanism):
+    styles = {b.style for b in BUGS if b.mechanism == mechanism and b.node is not None}
+    assert {"tape", "closure"} <= styles, mechanism
 
 
 def test_registry_spreads_bugs_over_styles():
@@ -161,7 +177,10 @@ def test_bug_top_hint(bug):
         assert (top.op, top.arg) == (bug.op, bug.arg), listed
     if bug.mechanism is not None:
         assert top.mechanism == bug.mechanism, listed
-        assert top.confidence == ("likely" if bug.mechanism == "formula" else "exact"), listed
+        guess = bug.mechanism in ("formula", "unknown")
+        assert top.confidence == ("likely" if guess else "exact"), listed
+    if bug.node is not None:
+        assert top.node == bug.node, listed
 
 
 # -- (c) independent of gradcheck's diagnosis: the bug is really planted ------------------------

@@ -153,6 +153,20 @@ def faulty(fault: Fault):
     return lambda: FaultyEngine(fault)
 
 
+class LeavesOnly(FaultyEngine):
+    """The faulty builtin engine, refusing gradients with respect to intermediate nodes."""
+
+    def grad(self, output, wrt, cotangent):
+        if any(t.op is not None for t in wrt):
+            raise ValueError("gradients of leaves only")
+        return super().grad(output, wrt, cotangent)
+
+
+# Driver faults that driver localisation names by node and mechanism when the engine gives
+# intermediate gradients (SPEC §6.1); their fingerprints then are not tried.
+LOCATED = {"backprop.no-accumulate": "no-accumulate", "backprop.traversal-order": "per-path"}
+
+
 # -- the catalogue itself ------------------------------------------------------------------
 
 
@@ -228,7 +242,8 @@ def test_the_fault_really_changes_the_gradients(fault_cases, name):
 @pytest.mark.parametrize("name", list(FAULT_CASES))
 def test_each_fault_fingerprints_itself_first(fault_cases, name):
     fault = FAULTS[name]
-    [result] = run([fault_cases[name]], faulty(fault), RunOptions()).cases
+    factory = (lambda: LeavesOnly(fault)) if name in LOCATED else faulty(fault)
+    [result] = run([fault_cases[name]], factory, RunOptions()).cases
     assert result.status == "failed", result.message
     assert result.message == ""  # no diagnosis step failed
     top = result.hints[0]
@@ -247,6 +262,27 @@ def test_each_fault_fingerprints_itself_first(fault_cases, name):
     assert failing
     for item in failing:
         assert item.hints[0].code == fault.code, (item.name, [h.code for h in item.hints])
+
+
+@pytest.mark.parametrize("name", list(LOCATED))
+def test_a_driver_fault_is_located_instead_where_the_engine_gives_intermediate_gradients(
+    fault_cases, name
+):
+    [result] = run([fault_cases[name]], faulty(FAULTS[name]), RunOptions()).cases
+    top = result.hints[0]
+    assert (top.code, top.mechanism, top.confidence) == ("backprop-driver", LOCATED[name], "exact")
+    assert top.node is not None
+    assert not [h.code for h in result.hints if h.code.startswith("fault:")]
+
+
+@pytest.mark.parametrize("name", list(LOCATED))
+def test_without_intermediate_gradients_the_driver_hint_says_why_it_is_less_precise(
+    fault_cases, name
+):
+    [result] = run([fault_cases[name]], lambda: LeavesOnly(FAULTS[name]), RunOptions()).cases
+    [driver] = [h for h in [*result.hints, *result.hints[0].also] if h.code == "backprop-driver"]
+    assert driver.mechanism == "unknown" and driver.node is None
+    assert "less precise" in driver.message and "gradients of leaves only" in driver.message
 
 
 def test_the_seed_fingerprint_names_the_matmul_node(fault_cases):

@@ -41,6 +41,7 @@ class Bug:
     op: str | None = None  # for op-vjp / kink: the op gradcheck must name ...
     arg: int | None = None  # ... the argument ...
     mechanism: str | None = None  # ... and what is wrong with its rule (SPEC §6.1)
+    node: str | None = None  # for backprop-driver / stale-gradients: the node it names
     status: str = "failed"  # "error" for a bug that makes the engine raise
 
     @property
@@ -115,9 +116,9 @@ BUGS: list[Bug] = [
         "fault:log_softmax.no-softmax"),
     Bug(f"{_TAPE}:TransposePermNotInverted", f"{CASES}/shapes.yaml", "cyclic_perm_cube",
         "fault:transpose.perm-not-inverted"),
-    Bug(f"{_CLOSURE}:NoAccumulate", f"{CASES}/backprop.yaml", "fan_out_through_exp",
+    Bug(f"{_CLOSURE}:NoAccumulateLeavesOnly", f"{CASES}/backprop.yaml", "fan_out_through_exp",
         "fault:backprop.no-accumulate"),
-    Bug(f"{_TFOP}:TraversalOrder", f"{CASES}/backprop.yaml", "reused_after_exp",
+    Bug(f"{_TFOP}:TraversalOrderLeavesOnly", f"{CASES}/backprop.yaml", "reused_after_exp",
         "fault:backprop.traversal-order"),
     Bug(f"{_TAPE}:NoUpstream", f"{CASES}/backprop.yaml", "chain_sin_times",
         "fault:backprop.no-upstream"),
@@ -236,9 +237,41 @@ BUGS: list[Bug] = [
         status="error"),
     Bug(f"{_TAPE}:MatmulUntransposed", f"{CASES}/errors.yaml", "nonsquare_2d",
         "op-vjp", op="matmul", arg=0, mechanism="fault:matmul.untransposed", status="error"),
-    # -- bugs the catalogue does not know: the other checks ----------------------------
+    # -- the backward driver (SPEC §6.1): the node where it goes wrong, and how -------
+    *(Bug(f"{style}:{cls}", f"{CASES}/backprop.yaml", k, hint, mechanism=m, node=node)
+      for style in (_TAPE, _CLOSURE)
+      for cls, k, hint, m, node in [
+          ("RecursiveBackward", "reused_after_exp", "backprop-driver", "per-path", "x"),
+          ("RecursiveBackward", "shared_non_leaf", "backprop-driver", "per-path", "x"),
+          ("RecursiveBackward", "reused_twice_by_one_op", "backprop-driver", "per-path", "a"),
+          ("RecursiveBackward", "product_used_twice", "backprop-driver", "per-path", "x"),
+          ("VisitedOnFirstPath", "reused_after_exp", "backprop-driver", "early-propagation",
+           "x"),
+          ("VisitedOnFirstPath", "shared_non_leaf", "backprop-driver", "early-propagation",
+           "x"),
+          ("AddsLaterSharesTwice", "fan_out_through_exp", "backprop-driver", "unknown", "x"),
+      ]),
+    *(Bug(f"{engine}", f"{CASES}/backprop.yaml", k, "backprop-driver",
+          mechanism="no-accumulate", node="x")
+      for engine in (f"{_TAPE}:OverwriteAtFanOut", f"{_CLOSURE}:NoAccumulate")
+      for k in ("fan_out_through_exp", "twice_plus_exp")),  # the kept share either way
+    Bug(f"{_TAPE}:OverwriteAtFanOut", f"{CASES}/backprop.yaml", "reused_after_exp",
+        "backprop-driver", mechanism="no-accumulate", node="exp(x)"),
+    Bug(f"{_TAPE}:FirstInputOnly", f"{CASES}/backprop.yaml", "second_operand_chain",
+        "backprop-driver", mechanism="missed-node", node="y"),
+    Bug(f"{_CLOSURE}:ForwardOrder", f"{CASES}/backprop.yaml", "second_operand_chain",
+        "backprop-driver", mechanism="missed-node", node="y"),
+    Bug(f"{_CLOSURE}:ForwardOrder", f"{CASES}/backprop.yaml", "chain_sin_times",
+        "backprop-driver", mechanism="missed-node", node="x"),
+    Bug(f"{_TFOP}:TraversalOrder", f"{CASES}/backprop.yaml", "reused_after_exp",
+        "backprop-driver", mechanism="per-path", node="x"),
+    Bug(f"{_TAPE}:KeepsGradients", f"{CASES}/backprop.yaml", "chain_sin_times",
+        "stale-gradients", mechanism="not-zeroed", node="sin(x)"),
+    Bug(f"{_CLOSURE}:ZeroesLeavesOnly", f"{CASES}/backprop.yaml", "chain_sin_times",
+        "stale-gradients", mechanism="not-zeroed", node="sin(x)"),
     Bug(f"{_CLOSURE}:StaleGradients", f"{CASES}/backprop.yaml", "chain_sin_times",
-        "stale-gradients"),
+        "stale-gradients", mechanism="not-zeroed", node="y"),
+    # -- bugs the catalogue does not know: the other checks ----------------------------
     Bug(f"{_TAPE}:SigmoidForwardIsTanh", f"{CASES}/elementwise.yaml", "sigmoid_alone",
         "forward-mismatch"),
 ]

@@ -10,8 +10,10 @@ to the parent's gradient: a value used twice gets both shares.
 
 `closure_bugs.py` plants one bug per subclass by overriding an op method (calling
 `super()` for the forward value and swapping in a wrong closure), or one of the
-steps `_send`, `unbroadcast` and `zero_grad`. No `concat` or `stack`: gradcheck skips
-the cases that need them.
+steps `_send`, `unbroadcast`, `zero_grad`, `topological_order` or `grad` itself. A bug
+class may also set `intermediate_grads = False`: the engine then refuses gradients
+with respect to intermediate values, as PyTorch keeps no `.grad` for a non-leaf. No
+`concat` or `stack`: gradcheck skips the cases that need them.
 
     gradcheck run cases/ --engine tests/corpus/closure_engine.py
 """
@@ -69,6 +71,7 @@ class Engine:
     """Values with backward closures, micrograd-style, over NumPy arrays."""
 
     name = "closure"
+    intermediate_grads = True  # gives gradients with respect to non-leaf values too
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -86,7 +89,9 @@ class Engine:
 
     def grad(self, output: Value, wrt: Sequence[Value], cotangent: np.ndarray) -> list[np.ndarray]:
         """Zero the graph's gradients, seed the output, run the closures output-first."""
-        order = topological_order(output)
+        if not self.intermediate_grads and any(value._parents for value in wrt):
+            raise ValueError("gradients are kept for leaf values only")
+        order = self.topological_order(output)
         self.zero_grad(order)
         output.grad = np.array(cotangent, dtype=output.data.dtype)
         with np.errstate(all="ignore"):  # inf and nan are results, not warnings
@@ -95,6 +100,10 @@ class Engine:
         return [np.array(value.grad) for value in wrt]
 
     # -- the steps every closure relies on --------------------------------------------------
+    def topological_order(self, output: Value) -> list[Value]:
+        """The values the closures run over (reversed): each after its parents."""
+        return topological_order(output)
+
     def zero_grad(self, values: Sequence[Value]) -> None:
         """Forget the gradients of an earlier `grad` call."""
         for value in values:

@@ -11,6 +11,7 @@ give first::
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -241,3 +242,85 @@ class ReluHalf(TapeEngine):
 
     def _vjp_relu(self, g, out, x) -> Shares:
         return (g * np.where(x == 0, 0.5, x > 0),)
+
+
+# -- the backward driver (SPEC §6.1 `backprop-driver`): every rule right, the walk wrong --
+
+
+def _recursive_grad(
+    engine: TapeEngine, output: Var, wrt: Sequence[Var], cotangent: np.ndarray, *, once: bool
+) -> list[np.ndarray]:
+    """A recursive walk from the output: each entry passes its output's gradient on, then
+    recurses into its inputs at once; `once`: an entry already walked is not walked again."""
+    made_by = {entry.output: entry for entry in engine.tape}
+    grads, walked = engine._seed(output, cotangent), set()
+
+    def backprop(var: Var) -> None:
+        entry = made_by.get(var)
+        if entry is None or (once and var in walked):
+            return
+        walked.add(var)
+        engine._pass_on(grads, entry)
+        for arg in entry.inputs:
+            backprop(arg)
+
+    backprop(output)
+    return [np.array(grads.get(v, np.zeros_like(v.value))) for v in wrt]
+
+
+class RecursiveBackward(TapeEngine):
+    """Per path (karpathy/micrograd#2, sebgao/cTensor#5): the walk recurses into an entry's
+    inputs as soon as it has passed its gradient on, so a value reached by two paths
+    passes on what it has each time, its first share twice."""
+
+    def grad(self, output: Var, wrt: Sequence[Var], cotangent: np.ndarray) -> list[np.ndarray]:
+        return _recursive_grad(self, output, wrt, cotangent, once=False)
+
+
+class VisitedOnFirstPath(TapeEngine):
+    """Early propagation (TrenTorch/TrenTorch#182, lucasdelimanogueira/PyNorch#90): the
+    recursive walk marks a value walked on its first path, so it passes its gradient on
+    before the second path has added to it, and never again."""
+
+    def grad(self, output: Var, wrt: Sequence[Var], cotangent: np.ndarray) -> list[np.ndarray]:
+        return _recursive_grad(self, output, wrt, cotangent, once=True)
+
+
+class OverwriteAtFanOut(TapeEngine):
+    """No accumulation: a value used twice keeps the share of the entry walked last."""
+
+    def accumulate(self, grads: dict[Var, np.ndarray], var: Var, share: np.ndarray) -> None:
+        grads[var] = share
+
+
+class FirstInputOnly(TapeEngine):
+    """A node skipped: the walk traces back from the last entry through each entry's first
+    input only, so an entry reached only through a second input never passes its gradient on."""
+
+    def _walk(self) -> Iterator[Entry]:
+        made_by = {entry.output: entry for entry in self.tape}
+        entry = self.tape[-1] if self.tape else None
+        while entry is not None:
+            yield entry
+            entry = made_by.get(entry.inputs[0]) if entry.inputs else None
+
+
+class KeepsGradients(TapeEngine):
+    """Never zeroed (karpathy/micrograd#102): the gradient table lives on the engine between
+    calls, and only the inputs' entries are reset, so a second call adds onto the first."""
+
+    def _seed(self, output: Var, cotangent: np.ndarray) -> dict[Var, np.ndarray]:
+        kept: dict[Var, np.ndarray] = self.__dict__.setdefault("kept", {})
+        made = {entry.output for entry in self.tape}
+        for var in [v for v in kept if v not in made]:
+            del kept[var]
+        kept[output] = np.asarray(cotangent, output.value.dtype)
+        return kept
+
+
+class AddsLaterSharesTwice(TapeEngine):
+    """Not a story gradcheck knows (zou-group/textgrad#200 had the same addition written
+    twice): where a value already has a gradient, each further share is added twice."""
+
+    def accumulate(self, grads: dict[Var, np.ndarray], var: Var, share: np.ndarray) -> None:
+        grads[var] = grads[var] + 2 * share if var in grads else share

@@ -9,15 +9,15 @@ the op's VJP (`_vjp_<op>`) turns the upstream gradient into one share per input,
 whatever that input already has, so a value used several times gets the sum.
 
 The small seams are what `tape_bugs.py` overrides, one bug per subclass: a `_vjp_<op>`
-method, `_tie_weights`, `unbroadcast`, `accumulate`, `_upstream`, or an op method for a
-wrong forward pass. Supports every op of SPEC §3.
+method, `_tie_weights`, `unbroadcast`, `accumulate`, `_upstream`, the walk's `_seed`,
+`_walk` or `grad` itself, or an op method for a wrong forward pass. Supports every op of SPEC §3.
 
     gradcheck run cases/ --engine tests/corpus/tape_engine.py
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -80,20 +80,31 @@ class Engine:
 
     def grad(self, output: Var, wrt: Sequence[Var], cotangent: np.ndarray) -> list[np.ndarray]:
         """Walk the tape backwards once, from `output` seeded with `cotangent`."""
-        grads: dict[Var, np.ndarray] = {output: np.asarray(cotangent, output.value.dtype)}
-        for entry in reversed(self.tape):
-            if entry.output not in grads:  # not on a path to the output
-                continue
-            vjp = getattr(self, f"_vjp_{entry.op}")
-            g, out = self._upstream(grads, entry), entry.output.value
-            inputs = [v.value for v in entry.inputs]
-            with np.errstate(all="ignore"):  # inf and nan are results, not warnings
-                shares = vjp(g, out, *inputs, **entry.attrs)
-            for var, share in zip(entry.inputs, shares, strict=True):
-                self.accumulate(grads, var, self.unbroadcast(share, var.value.shape))
+        grads = self._seed(output, cotangent)
+        for entry in self._walk():
+            if entry.output in grads:  # else not on a path to the output
+                self._pass_on(grads, entry)
         return [np.array(grads.get(v, np.zeros_like(v.value))) for v in wrt]
 
     # -- seams of the backward walk -----------------------------------------------------
+    def _seed(self, output: Var, cotangent: np.ndarray) -> dict[Var, np.ndarray]:
+        """A fresh gradient table holding the output's."""
+        return {output: np.asarray(cotangent, output.value.dtype)}
+
+    def _walk(self) -> Iterator[Entry]:
+        """The entries in the order they pass their gradients on: the tape, backwards."""
+        return reversed(self.tape)
+
+    def _pass_on(self, grads: dict[Var, np.ndarray], entry: Entry) -> None:
+        """Add `entry`'s share of its output's gradient to each of its inputs'."""
+        vjp = getattr(self, f"_vjp_{entry.op}")
+        g, out = self._upstream(grads, entry), entry.output.value
+        inputs = [v.value for v in entry.inputs]
+        with np.errstate(all="ignore"):  # inf and nan are results, not warnings
+            shares = vjp(g, out, *inputs, **entry.attrs)
+        for var, share in zip(entry.inputs, shares, strict=True):
+            self.accumulate(grads, var, self.unbroadcast(share, var.value.shape))
+
     def _upstream(self, grads: dict[Var, np.ndarray], entry: Entry) -> np.ndarray:
         """The gradient flowing into `entry` from the output: what its VJP multiplies."""
         return grads[entry.output]

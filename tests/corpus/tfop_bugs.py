@@ -52,13 +52,19 @@ class TraversalOrder(TfOpEngine):
     `working` list), so a node can pass its gradient on before all consumers added theirs."""
 
     def schedule(self, output: Node) -> Iterator[Node]:
-        working = [output]
-        while working:
-            node = working.pop(0)
-            yield node  # propagated right now, with whatever adjoint it has so far
-            for parent in node.parents:
-                if parent not in working:
-                    working.append(parent)
+        return _breadth_first(output)
+
+
+def _breadth_first(output: Node) -> Iterator[Node]:
+    """The seed question's `working` list: a node is propagated when popped, with whatever
+    adjoint it has so far, and its parents queued if absent (again, if popped before)."""
+    working = [output]
+    while working:
+        node = working.pop(0)
+        yield node
+        for parent in node.parents:
+            if parent not in working:
+                working.append(parent)
 
 
 class SigmoidFromInput(TfOpEngine):
@@ -222,3 +228,13 @@ class MaxFirst(TfOpEngine):
         before = tf.math.cumsum(winners, axis=axes[-1], exclusive=True)
         first = winners * tf.cast(tf.equal(before, 0.0), g.dtype)
         return [first * self._kept(g, x, axis)]
+
+
+class TraversalOrderLeavesOnly(TfOpEngine):
+    """`TraversalOrder` in an engine that keeps adjoints for leaf nodes only, so gradcheck
+    cannot see where the driver goes wrong and the catalogue's fingerprint must say it."""
+
+    intermediate_grads = False
+
+    def schedule(self, output: Node) -> Iterator[Node]:
+        return _breadth_first(output)

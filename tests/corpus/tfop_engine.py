@@ -13,7 +13,9 @@ Kahn's algorithm: a node is visited only once every node that consumed it has pa
 its gradient on, so its adjoint is complete when it is propagated. (The question's
 breadth-first queue breaks exactly that rule; `tfop_bugs.TraversalOrder` plants it.)
 
-`tfop_bugs.py` overrides one `_vjp_<op>` or `schedule` per bug. No `getitem`.
+`tfop_bugs.py` overrides one `_vjp_<op>` or `schedule` per bug (and may set
+`intermediate_grads = False`: the engine then refuses gradients with respect to
+intermediate nodes). No `getitem`.
 
     gradcheck run cases/ --engine tests/corpus/tfop_engine.py
 """
@@ -72,6 +74,7 @@ class Engine:
     """Eager TensorFlow forward pass, hand-written TensorFlow VJPs, Kahn-ordered backward."""
 
     name = "tfop"
+    intermediate_grads = True  # False: refuse gradients with respect to non-leaf nodes
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -88,6 +91,8 @@ class Engine:
         return node.tensor.numpy()
 
     def grad(self, output: Node, wrt: Sequence[Node], cotangent: np.ndarray) -> list[np.ndarray]:
+        if not self.intermediate_grads and any(node.op for node in wrt):
+            raise ValueError("adjoints are kept for leaf nodes only")
         adjoints = self.backward(output, tf.constant(cotangent, dtype=output.tensor.dtype))
         return [
             adjoints[n].numpy() if n in adjoints else np.zeros_like(n.tensor.numpy()) for n in wrt

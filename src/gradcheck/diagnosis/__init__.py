@@ -25,6 +25,7 @@ from ..ops.reductions import reduced_size
 from ..results import CaseResult, Hint
 from . import dtypes, idiom
 from .conventions import kink_hint, observe
+from .driver import FIXES, driver_hint, stale_node, unexplained
 from .errors import diagnose_error
 from .evidence import Evidence
 from .faults import FAULTS, Fault, FaultyEngine, fault_hint, relevant_faults
@@ -68,6 +69,8 @@ def diagnose(evidence: Evidence) -> list[str]:
         if result.forward.passed:
             faults = attempt("fingerprints", lambda: _fingerprints(evidence))
             case_hints += faults
+            if evidence.driver is None and not faults:  # do the failing nodes explain it?
+                case_hints += attempt("the driver", lambda: _unexplained(evidence))
             for item in result.inputs:
                 if not item.comparison.passed:
                     item.hints = sorted(faults + item.hints, key=rank)
@@ -90,15 +93,20 @@ def _forward_and_stale(evidence: Evidence) -> list[Hint]:
         hints.append(_forward_hint(evidence))
     if evidence.stale:
         names = ", ".join(evidence.stale)
-        hints.append(
-            Hint(
-                "stale-gradients",
-                f"asking the engine twice for the gradient of {names} gave different answers",
-                "reset accumulated gradients before each backward pass (`zero_grad()`, "
-                "`x.grad = 0` for every value), or build a fresh graph per call",
-                "exact",
-            )
+        hint = Hint(
+            "stale-gradients",
+            f"asking the engine twice for the gradient of {names} gave different answers",
+            "reset accumulated gradients before each backward pass (`zero_grad()`, "
+            "`x.grad = 0` for every value), or build a fresh graph per call",
+            "exact",
         )
+        located = stale_node(evidence) if evidence.engine is not None else None
+        if located is not None:
+            node, says, mechanism = located
+            hint.message += f"; {says}"
+            hint.node, hint.mechanism = node.text, mechanism
+            hint.fix = FIXES["not-zeroed"] if mechanism else hint.fix
+        hints.append(hint)
     return hints
 
 
@@ -175,19 +183,16 @@ def _localise(evidence: Evidence) -> list[Hint]:
     if failing:
         return [hint for check in failing for hint in node_hints(check, evidence)]
     if all(c.result.status == "passed" for c in checks) and evidence.result.forward.passed:
-        return [
-            Hint(
-                "backprop-driver",
-                "every op node passes when checked alone, but the whole expression fails: "
-                "the backward pass's traversal or accumulation is wrong, not a rule",
-                "visit nodes in reverse topological order (`reversed(topological_order(out))`) "
-                "and add, not overwrite, the gradients of a value used more than once "
-                "(`grad[x] = grad[x] + share`)",
-                "likely",
-                mechanism="unknown",
-            )
-        ]
+        evidence.driver = driver_hint(evidence)
+        return [evidence.driver]
     return []
+
+
+def _unexplained(evidence: Evidence) -> list[Hint]:
+    """A driver hint when nodes fail alone but none of them explains where the gradients
+    first go wrong (and no fingerprint explains the case)."""
+    failing = {n.node: n.args for n in evidence.result.nodes if n.status in ("failed", "error")}
+    return unexplained(evidence, failing) if failing else []
 
 
 def node_hints(check: NodeCheck, evidence: Evidence) -> list[Hint]:
@@ -243,8 +248,9 @@ def _plausible(fault: Fault, evidence: Evidence) -> bool:
     nodes = evidence.result.nodes
     if fault.driver == "no-upstream":
         return bool(nodes) and all(n.status == "failed" for n in nodes)
-    if fault.driver is not None:  # accumulation and order matter only at a fan-out
-        return _fans_out(evidence.case)
+    if fault.driver is not None:  # accumulation and order matter only at a fan-out ...
+        found = evidence.driver  # ... and only where the intermediate gradients did not say
+        return _fans_out(evidence.case) and (found is None or found.mechanism == "unknown")
     return evidence.node_faults is None or fault.name in evidence.node_faults
 
 

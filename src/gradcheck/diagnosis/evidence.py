@@ -8,7 +8,7 @@ from ..cases.model import Case
 from ..engines.builtin import BuiltinEngine
 from ..engines.driver import EngineFailure, EngineRun
 from ..engines.protocol import EngineFactory
-from ..results import CaseResult
+from ..results import CaseResult, Hint
 from . import dtypes, idiom
 
 
@@ -26,6 +26,9 @@ class Evidence:
     conventions: dict[str, str] = field(default_factory=dict)  # declared by the adapter
     # The faults that reproduce a failing node alone; None until localisation has run.
     node_faults: set[str] | None = None
+    # The driver localisation's finding, once made (`driver.py`): a driver fingerprint
+    # then says nothing more.
+    driver: Hint | None = None
 
     def builtin(self) -> BuiltinEngine:
         """The builtin engine that stands for the right answer: TensorFlow's conventions,

@@ -5,8 +5,9 @@ how specific they are: a wrong forward pass, stale gradients, a fingerprint of t
 whole case, a named node (kink, op-vjp, backprop-driver), then the patterns of one
 input. Hints that follow from the top one are folded into it (`Hint.also`): under an
 exact fingerprint, the nodes and patterns it reproduces; under a single failing node's
-mechanism, the input patterns it causes; a `nan-mismatch` under the node whose
-`nan-region` explains it; a fingerprint that a node's mechanism already names.
+mechanism or a located driver hint, the input patterns they cause; a `nan-mismatch`
+under the node whose `nan-region` explains it; a fingerprint that a node's mechanism
+already names.
 """
 
 from __future__ import annotations
@@ -90,4 +91,6 @@ def _explained_by(top: Hint, hint: Hint, failing_nodes: int) -> Hint | None:
         return None
     if top.code in ("op-vjp", "kink") and failing_nodes == 1 and pattern:
         return top if hint.code != "precision" else None
+    if top.code == "backprop-driver" and top.node is not None and pattern:
+        return top if hint.code != "precision" else None  # the input patterns it causes
     return None

@@ -96,7 +96,7 @@ def run_engine(
         return run_functional(engine, expression, inputs, wrt, cotangent, ask_twice=ask_twice)
     dtype = cotangent.dtype
     built = build_expression(
-        engine, expression, inputs, _differentiable_inputs(expression, wrt), dtype
+        engine, expression, inputs, differentiable_inputs(expression, wrt), dtype
     )
     output = built[expression.output]
     raw = call_engine("value", engine.value, output)
@@ -156,7 +156,7 @@ def _numpy_dtype(value: Any) -> np.dtype | None:
         return None
 
 
-def _differentiable_inputs(expression: Expression, wrt: Sequence[str]) -> set[str]:
+def differentiable_inputs(expression: Expression, wrt: Sequence[str]) -> set[str]:
     """The inputs to build as leaves: those in `wrt`, and those an intermediate wrt node
     depends on. An engine records only what involves a leaf (TensorFlow's tape, the
     builtin engine's `requires_grad`), so a node computed from constants alone would get
