@@ -42,7 +42,7 @@ import inspect
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .defaults import MAX_ELEMENTS, STALE_CHECK_LIMIT
 from .errors import CaseFileError, UsageError
@@ -330,7 +330,7 @@ def run(
     keyword: str | None = None,
     strict: bool = False,
     fail_fast: bool = False,
-    diagnose: bool = True,
+    diagnose: bool | Literal["first", "all"] = True,
     rtol: float | None = None,
     atol: float | None = None,
     max_elements: int = MAX_ELEMENTS,
@@ -341,8 +341,10 @@ def run(
 ) -> RunReport:
     """`gradcheck run` from Python: every case of the files and folders `paths` names.
 
-    The options are the command line's (`keyword` is ``-k``; a `stale_check_limit` of
-    None is ``--stale-check-limit 0``; `reference` is ``--reference``, `ops` ``--ops``).
+    The options are the command line's (`keyword` is ``-k``; `diagnose` is ``--diagnose``,
+    True meaning "first", and False ``--no-diagnose``; a `stale_check_limit` of None is
+    ``--stale-check-limit 0``; `reference` is ``--reference``, `ops` ``--ops``). The
+    report's `root_causes` and `ops` are the run's diagnosis and report card.
     Invalid cases are reported in the result (exit code 2), not raised; a path that does
     not exist or a bad engine raises a `GradcheckError`.
     """
@@ -350,6 +352,8 @@ def run(
     from .ops.user import load_ops_files
     from .runner import run as run_cases
 
+    if diagnose not in (True, False, "first", "all"):
+        raise UsageError(f"diagnose must be True, False, 'first' or 'all', not {diagnose!r}")
     load_ops_files(ops)
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from typer.core import TyperCommand
 
 from . import __version__
 from .defaults import MAX_ELEMENTS, STALE_CHECK_LIMIT
@@ -98,7 +99,31 @@ def main_options(
     """Check an autodiff engine's gradients against TensorFlow and explain every mismatch."""
 
 
-@app.command()
+class Diagnose(str, enum.Enum):
+    first = "first"
+    all = "all"
+
+
+class RunCommand(TyperCommand):
+    """`run`'s parser: `--diagnose` was a flag before it took a value, so a bare
+    `--diagnose` (not followed by first or all) still means the default, first."""
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, bare_diagnose(args))
+
+
+def bare_diagnose(args: list[str]) -> list[str]:
+    """`args` with a bare `--diagnose` spelled `--diagnose=first` (before any `--`)."""
+    out = list(args)
+    for i, arg in enumerate(out):
+        if arg == "--":
+            break
+        if arg == "--diagnose" and (i + 1 == len(out) or out[i + 1] not in Diagnose.__members__):
+            out[i] = f"--diagnose={Diagnose.first.value}"
+    return out
+
+
+@app.command(cls=RunCommand)
 @boundary
 def run(
     paths: Paths = None,
@@ -147,8 +172,17 @@ def run(
         int, typer.Option(help="Refuse inputs larger than this.", min=1)
     ] = MAX_ELEMENTS,
     diagnose: Annotated[
-        bool, typer.Option(help="Explain failures (--no-diagnose: only compare).")
-    ] = True,
+        Diagnose,
+        typer.Option(
+            "--diagnose",
+            help="Explain failures: first (a case that a fingerprint found on an earlier case "
+            "reproduces is not probed again) or all (every failing case in full). A bare "
+            "--diagnose is first.",
+        ),
+    ] = Diagnose.first,
+    no_diagnose: Annotated[
+        bool, typer.Option("--no-diagnose", help="Only compare: no diagnosis at all.")
+    ] = False,
     durations: Annotated[
         int | None,
         typer.Option(
@@ -204,7 +238,7 @@ def run(
     options = RunOptions(
         strict=strict,
         fail_fast=fail_fast,
-        diagnose=diagnose,
+        diagnose=False if no_diagnose else diagnose.value,
         cache=ReferenceCache(cache_dir) if cache else None,
         require_cache=require_cache,
         stale_check_limit=stale_check_limit or None,

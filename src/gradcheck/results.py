@@ -124,6 +124,7 @@ class CaseResult:
     tags: list[str] = field(default_factory=list)
     reference: str = "tensorflow"  # the kind of reference it was checked against (SPEC §8)
     engine_dtype: str | None = None  # the dtype the engine returned its results in
+    unsupported_ops: list[str] = field(default_factory=list)  # the ops that made it unsupported
 
     @property
     def passed(self) -> bool:
@@ -133,6 +134,58 @@ class CaseResult:
     def location(self) -> str:
         return f"{self.file}:{self.line}"
 
+    @property
+    def id(self) -> str:
+        """`file::name`, as the run's root causes list their cases (SPEC §6.2)."""
+        return f"{self.file}::{self.name}"
+
+
+@dataclass
+class Rival:
+    """An explanation that fits some cases of a root cause alone, and the case that rules
+    it out (None when no case of the run tells the two apart)."""
+
+    label: str  # "fault:broadcast.no-reduce", "op-vjp tanh argument 0 (zero)"
+    ruled_out_by: str | None
+
+
+@dataclass
+class RootCause:
+    """SPEC §6.2: one explanation of several failing cases, said once for the run."""
+
+    hint: Hint
+    cases: list[str]  # `CaseResult.id`s
+    rivals: list[Rival] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "hint": self.hint.to_dict(),
+            "cases": list(self.cases),
+            "rivals": [{"label": r.label, "ruled_out_by": r.ruled_out_by} for r in self.rivals],
+        }
+
+
+@dataclass
+class OpRecord:
+    """How an engine fared with one op over a run (the report card, SPEC §6.2): cases that
+    use the op and passed; failed with the op found wrong (`mechanisms`: what was found,
+    with how many cases); failed with the fault found elsewhere; skipped for lack of it."""
+
+    passed: int = 0
+    failed: int = 0
+    failed_elsewhere: int = 0
+    unsupported: int = 0
+    mechanisms: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "failed": self.failed,
+            "failed_elsewhere": self.failed_elsewhere,
+            "unsupported": self.unsupported,
+            "mechanisms": dict(self.mechanisms),
+        }
+
 
 @dataclass
 class RunResult:
@@ -140,6 +193,9 @@ class RunResult:
     reference: str
     cases: list[CaseResult]
     duration_s: float
+    # The run's diagnosis (SPEC §6.2), made from the cases once they are all checked.
+    root_causes: list[RootCause] = field(default_factory=list)
+    ops: dict[str, OpRecord] = field(default_factory=dict)
 
     def count(self, status: str) -> int:
         return sum(1 for c in self.cases if c.status == status)
@@ -147,7 +203,19 @@ class RunResult:
     @property
     def summary(self) -> dict[str, Any]:
         counts = {s: self.count(s) for s in ("passed", "failed", "error", "skipped", "invalid")}
-        return {**counts, "duration_s": round(self.duration_s, 3)}
+        return {
+            **counts,
+            "duration_s": round(self.duration_s, 3),
+            "root_causes": [cause.to_dict() for cause in self.root_causes],
+            "ops": {op: record.to_dict() for op, record in self.ops.items()},
+        }
+
+    def root_cause_of(self, case: CaseResult) -> tuple[int, RootCause] | None:
+        """The run's root cause that explains `case` (numbered from 1), if any."""
+        for number, cause in enumerate(self.root_causes, 1):
+            if case.id in cause.cases:
+                return number, cause
+        return None
 
     @property
     def exit_code(self) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
 
@@ -17,8 +18,9 @@ from .cases.model import LOW_PRECISION, Case, InvalidCase
 from .comparison.compare import compare
 from .comparison.trust import disagreements, judged_part, nothing_judged, tolerance
 from .defaults import STALE_CHECK_LIMIT
-from .diagnosis import Evidence, diagnose
+from .diagnosis import Evidence, diagnose, diagnose_run
 from .diagnosis.conventions import declared_conventions, follow_conventions, note_conventions
+from .diagnosis.root_causes import known
 from .engines.adapters import engine_name
 from .engines.driver import (
     EngineFailure,
@@ -37,14 +39,16 @@ from .engines.tensorflow import (
     reference_label,
     silenced_stderr,
 )
-from .results import CaseResult, InputResult, RunResult
+from .results import CaseResult, Hint, InputResult, RunResult
 
 
 @dataclass(frozen=True)
 class RunOptions:
     strict: bool = False  # an unsupported case fails instead of being skipped
     fail_fast: bool = False
-    diagnose: bool = True
+    # False: compare only. True or "first": a case that a fingerprint found on an earlier
+    # case reproduces is not probed again. "all": every failing case in full.
+    diagnose: bool | Literal["first", "all"] = True
     cache: ReferenceCache | None = None  # references kept between runs
     require_cache: bool = False  # a reference missing from `cache` is an error, not computed
     stale_check_limit: int | None = STALE_CHECK_LIMIT  # input elements; None: every case
@@ -122,8 +126,12 @@ def _tensorflow_engine() -> TensorFlowEngine:
 
 
 def check_case(
-    case: Case, engine_factory: EngineFactory, options: RunOptions = RunOptions()
+    case: Case,
+    engine_factory: EngineFactory,
+    options: RunOptions = RunOptions(),
+    causes: Sequence[tuple[Hint, str]] = (),
 ) -> CaseResult:
+    """`causes`: the run's causes so far (`diagnosis.root_causes.known`)."""
     started, startup = time.perf_counter(), _startup_s
     result = CaseResult(
         case.name,
@@ -136,14 +144,18 @@ def check_case(
         reference=case.reference or options.reference,
     )
     try:
-        _check(case, engine_factory, options, result)
+        _check(case, engine_factory, options, result, list(causes))
     finally:
         result.duration_s = time.perf_counter() - started - (_startup_s - startup)
     return result
 
 
 def _check(
-    case: Case, engine_factory: EngineFactory, options: RunOptions, result: CaseResult
+    case: Case,
+    engine_factory: EngineFactory,
+    options: RunOptions,
+    result: CaseResult,
+    causes: list[tuple[Hint, str]],
 ) -> None:
     try:
         reference = reference_run(case, options)
@@ -166,6 +178,7 @@ def _check(
     except Unsupported as unsupported:
         result.status = "failed" if options.strict else "skipped"
         result.message = f"unsupported: {unsupported}"
+        result.unsupported_ops = unsupported.ops
         return
     except EngineFailure as failure:
         _error(result, failure.message, failure)
@@ -209,7 +222,7 @@ def _check(
         result.status = "skipped"  # the reference could judge no gradient element at all
     if failed:
         evidence = Evidence(
-            case, reference, got, result, engine_factory, stale, conventions=declared
+            case, reference, got, result, engine_factory, stale, conventions=declared, known=causes
         )
         notes += diagnose(evidence) if options.diagnose else []
     elif any(item.hints for item in result.inputs):
@@ -302,15 +315,17 @@ def run(
                 item.name, item.file, item.line, "invalid", expr=item.expr, message=item.message
             )
         else:
-            outcome = check_case(item, engine_factory, options)
+            first = options.diagnose in (True, "first")
+            outcome = check_case(item, engine_factory, options, known(results) if first else ())
         results.append(outcome)
         if on_result:
             on_result(outcome)
         if options.fail_fast and outcome.status in ("failed", "error"):
             break
-    return RunResult(
+    ran = RunResult(
         engine=engine_name(engine_factory),
         reference=_label(items, options),
         cases=results,
         duration_s=time.perf_counter() - started,
     )
+    return diagnose_run(ran, causes=bool(options.diagnose))

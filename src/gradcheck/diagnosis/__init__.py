@@ -4,9 +4,14 @@
 localisation (every op node checked alone) with the mechanism probes of each failing
 node (`mechanisms.py`) or, at a kink, the convention the engine follows
 (`conventions.py`), and the fault fingerprints relevant to what localisation found.
+When every node passes alone, `driver.py` finds where the backward driver goes wrong.
 When the engine raised, `errors.py` localises the error instead. The hints are ranked
 and folded (`ranking.py`). A step that raises is dropped with a note; diagnosis never
-turns a failure into a crash.
+turns a failure into a crash. Under `--diagnose=first` a case that a fingerprint found
+on an earlier case reproduces is spared the probes.
+
+After the run, `diagnose_run` groups the failing cases by root cause
+(`root_causes.py`) and makes the engine's report card (`report_card.py`).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from ..engines.builtin import BuiltinEngine
 from ..engines.driver import EngineFailure, Unsupported, run_engine
 from ..ops.broadcast import fmt_shape
 from ..ops.reductions import reduced_size
-from ..results import CaseResult, Hint
+from ..results import CaseResult, Hint, RunResult
 from . import dtypes, idiom
 from .conventions import kink_hint, observe
 from .driver import FIXES, driver_hint, stale_node, unexplained
@@ -34,6 +39,8 @@ from .localise import NodeCheck, check_nodes
 from .mechanisms import Prober, op_vjp_hint
 from .patterns import ANALYSES, Subject
 from .ranking import dedupe, fold, rank, rank_beside_bug
+from .report_card import report_card
+from .root_causes import cite, root_causes
 
 Step = Callable[[], list[Hint]]
 
@@ -65,15 +72,21 @@ def diagnose(evidence: Evidence) -> list[str]:
         for item in result.inputs
     )
     if not rounding_only and result.forward is not None:
-        case_hints += attempt("localisation", lambda: _localise(evidence))
-        if result.forward.passed:
-            faults = attempt("fingerprints", lambda: _fingerprints(evidence))
-            case_hints += faults
-            if evidence.driver is None and not faults:  # do the failing nodes explain it?
-                case_hints += attempt("the driver", lambda: _unexplained(evidence))
-            for item in result.inputs:
-                if not item.comparison.passed:
-                    item.hints = sorted(faults + item.hints, key=rank)
+        faults = attempt("the run's causes so far", lambda: _known(evidence))
+        if faults:  # the nodes of their ops are still checked alone: the report card counts them
+            notes.append(_brief(evidence, faults))
+            ops = {op for h in faults for op in FAULTS[h.code.removeprefix("fault:")].ops}
+            attempt("localisation", lambda: _localise(evidence, probe=False, ops=ops))
+        else:
+            case_hints += attempt("localisation", lambda: _localise(evidence))
+            if result.forward.passed:
+                faults = attempt("fingerprints", lambda: _fingerprints(evidence))
+                if evidence.driver is None and not faults:  # do the failing nodes explain it?
+                    case_hints += attempt("the driver", lambda: _unexplained(evidence))
+        case_hints += faults
+        for item in result.inputs:
+            if not item.comparison.passed:
+                item.hints = sorted(faults + item.hints, key=rank)
     for item in result.inputs:
         case_hints += [h for h in item.hints if not h.code.startswith("fault:")][:1]
     # Rounding on one input does not explain another input's real failure.
@@ -173,11 +186,15 @@ def _reduced_sizes(case: Case) -> set[int]:
     }
 
 
-def _localise(evidence: Evidence) -> list[Hint]:
+def _localise(evidence: Evidence, *, probe: bool = True, ops: set[str] | None = None) -> list[Hint]:
+    """Every node checked alone (of `ops` only, if given); if `probe`, the failing nodes'
+    mechanisms, or where every node passes, the driver's fault."""
     checks = check_nodes(
-        evidence.case, evidence.engine_factory, evidence.builtin, evidence.rounding
+        evidence.case, evidence.engine_factory, evidence.builtin, evidence.rounding, ops
     )
     evidence.result.nodes = [c.result for c in checks]
+    if not probe:
+        return []
     failing = [c for c in checks if c.result.status == "failed"]
     evidence.node_faults = set()
     if failing:
@@ -228,17 +245,48 @@ def node_hints(check: NodeCheck, evidence: Evidence) -> list[Hint]:
 def _fingerprints(evidence: Evidence) -> list[Hint]:
     case = evidence.case
     failing_ops = {n.op for n in evidence.result.nodes if n.status == "failed"}
-    used_ops = {n.op.name for n in case.expression.op_nodes if n.op is not None}
-    candidates = [f for f in relevant_faults(failing_ops or used_ops) if _plausible(f, evidence)]
+    candidates = [
+        f for f in relevant_faults(failing_ops or _used_ops(case)) if _plausible(f, evidence)
+    ]
+    return _reproducing(candidates, evidence)
+
+
+def _used_ops(case: Case) -> set[str]:
+    return {n.op.name for n in case.expression.op_nodes if n.op is not None}
+
+
+def _reproducing(faults: list[Fault], evidence: Evidence) -> list[Hint]:
+    """The hints of the `faults` that reproduce the engine's numbers on the case."""
+    case = evidence.case
     # What a fault must change something against: TensorFlow's answer, or in float16 and
     # bfloat16, where rounding alone tells engines apart, the builtin engine's own.
     low = case.dtype in LOW_PRECISION
     correct = _grads(evidence.builtin(), evidence) if low else evidence.reference.grads
     return [
-        fault_hint(f, case, evidence.spelling)
-        for f in candidates
-        if _reproduces(f, evidence, correct)
+        fault_hint(f, case, evidence.spelling) for f in faults if _reproduces(f, evidence, correct)
     ]
+
+
+def _known(evidence: Evidence) -> list[Hint]:
+    """`--diagnose=first`: the run's fingerprints so far that reproduce this case too."""
+    assert evidence.result.forward is not None
+    if not evidence.known or not evidence.result.forward.passed:
+        return []
+    relevant = {f.name for f in relevant_faults(_used_ops(evidence.case))}
+    names = [h.code.removeprefix("fault:") for h, _ in evidence.known]
+    faults = [FAULTS[n] for n in names if n in relevant and n in FAULTS]
+    return _reproducing(
+        [f for f in faults if f.driver is None or _fans_out(evidence.case)], evidence
+    )
+
+
+def _brief(evidence: Evidence, found: list[Hint]) -> str:
+    where = dict((h.code, origin) for h, origin in evidence.known)
+    said = "; ".join(f"{h.code}, found on {where[h.code]}" for h in found)
+    return (
+        f"diagnosed in brief: the run's cause {said}, reproduces this case too "
+        "(--diagnose=all probes every case in full)"
+    )
 
 
 def _plausible(fault: Fault, evidence: Evidence) -> bool:
@@ -288,4 +336,14 @@ def _reproduces(fault: Fault, evidence: Evidence, correct: dict[str, np.ndarray]
     return correct is None or not _matches(faulty, correct, evidence)
 
 
-__all__ = ["FAULTS", "Evidence", "diagnose", "rank"]
+def diagnose_run(run: RunResult, *, causes: bool = True) -> RunResult:
+    """The run as a whole (SPEC §6.2), once its cases are checked: its root causes (each
+    case's hints then lead with its own), unless not `causes`; and the report card."""
+    if causes:
+        run.root_causes = root_causes(run.cases)
+        cite(run.cases, run.root_causes)
+    run.ops = report_card(run.cases)
+    return run
+
+
+__all__ = ["FAULTS", "Evidence", "diagnose", "diagnose_run", "rank"]

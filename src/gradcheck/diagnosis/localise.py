@@ -145,21 +145,26 @@ def check_nodes(
     engine_factory: EngineFactory,
     reference_factory: ReferenceFactory = BuiltinEngine,
     rounding: str | None = None,
+    ops: set[str] | None = None,
 ) -> list[NodeCheck]:
-    """Every op node checked alone; `rounding`: a dtype (the engine's, when it computes
-    in a lower precision than the case) whose rounding differences do not fail a node."""
+    """Every op node checked alone (only those of `ops`, if given); `rounding`: a dtype
+    (the engine's, when it computes in a lower precision than the case) whose rounding
+    differences do not fail a node."""
     values = node_values(case)
     rng = np.random.default_rng([case.seed, 0x10CA1])
     checks = []
     for node in case.expression.op_nodes:
         assert node.op is not None
+        cotangent = rng.standard_normal(node.shape).astype(case.cotangent.dtype)
+        if ops is not None and node.op.name not in ops:
+            continue
         inputs = {f"a{i}": values[arg] for i, arg in enumerate(node.args) if not arg.is_literal}
         check = NodeCheck(
             node,
             NodeResult(node.text, node.op.name, "passed"),
             inputs,
             single_op(node)[1],
-            rng.standard_normal(node.shape).astype(case.cotangent.dtype),
+            cotangent,
             case.tolerance,
             engine_factory,
             reference_factory,

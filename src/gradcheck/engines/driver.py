@@ -27,7 +27,12 @@ _FLOAT_NAMES = ("float16", "bfloat16", "float32", "float64")
 
 class Unsupported(Exception):
     """The engine has no method for an op the expression uses, or its method (or `leaf`,
-    `constant`) raised NotImplementedError while the expression was being built."""
+    `constant`) raised NotImplementedError while the expression was being built; `ops`:
+    the ops it lacks (none for `leaf` or `constant`)."""
+
+    def __init__(self, message: str, ops: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.ops = list(ops)
 
 
 class EngineFailure(Exception):
@@ -89,7 +94,7 @@ def run_engine(
     scalar_only = bool(getattr(engine, "scalar_only", False))
     missing = missing_ops(engine, expression, scalar_only)
     if missing:
-        raise Unsupported(f"engine has no method for {', '.join(missing)}")
+        raise Unsupported(f"engine has no method for {', '.join(missing)}", missing)
     if is_functional(engine):
         from .functional import run_functional  # it builds on this module's helpers
 
@@ -210,7 +215,11 @@ def build_expression(
             args = [built[a] for a in node.args]
             method = getattr(engine, op.name)
             call_args = [args] if op.variadic else args
-            built[node] = _build_call(node.text, method, *call_args, **node.attrs)
+            try:
+                built[node] = _build_call(node.text, method, *call_args, **node.attrs)
+            except Unsupported as unsupported:
+                unsupported.ops = [op.name]
+                raise
     return built
 
 
