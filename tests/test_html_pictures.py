@@ -198,6 +198,25 @@ def test_graph_marks_nodes_from_localisation_and_from_hints() -> None:
     assert {n for n, c in marked.items() if "highlighted" in c} == {"tanh(x @ w)"}
 
 
+def test_a_failing_node_says_the_mechanism_found_there() -> None:
+    expr = "h = tanh(x)\nh * sin(h)"
+    parsed = load_case({"name": "c", "expr": expr, "inputs": {"x": [[1.0]]}})
+    base = dict(name="c", file="c.yaml", line=1, status="failed", expr=expr,
+                graph=parsed.expression.outline())  # fmt: skip
+    op_vjp = Hint("op-vjp", "m", "fix", "exact", op="tanh", node="tanh(x)", arg=0,
+                  mechanism="ignores-upstream")  # fmt: skip
+    driver = Hint("backprop-driver", "m", "fix", "exact", node="sin(h)", mechanism="per-path")
+    case = CaseResult(
+        **base, hints=[op_vjp, driver], nodes=[NodeResult("tanh(x)", "tanh", "failed", [0])]
+    )
+    root = parse(to_html(RunResult("e", "tf", [case], 0), tool_version="1"))
+    said = {g.get("data-node"): text_of(g) for g in find(one(root, "svg", "graph"), "g", "node")}
+    assert "wrong VJP for x (ignores-upstream)" in said["tanh(x)"]
+    assert "backprop-driver (per-path)" in said["sin(h)"]
+    listed = text_of(one(root, "ul", "hints"))  # the other explanations say it too
+    assert "backprop-driver per-path (exact)" in listed
+
+
 # --- a large case ----------------------------------------------------------------------
 
 LARGE = """\

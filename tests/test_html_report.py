@@ -21,7 +21,9 @@ from gradcheck.cases.model import Tolerance
 from gradcheck.comparison.compare import compare
 from gradcheck.report import to_html
 from gradcheck.report.case_source import MAX_LINES, case_source
+from gradcheck.diagnosis.faults import FAULTS, FaultyEngine
 from gradcheck.results import CaseResult, Hint, InputResult, RunResult
+from gradcheck.runner import run
 from html_page import (
     SEED_CASES,
     SEED_ENGINE,
@@ -332,40 +334,33 @@ def test_names_messages_and_source_are_escaped(tmp_path: Path) -> None:
     assert f"# {evil}" in text_of(one(root, "pre", "source"))
 
 
-# --- the run's root causes, when the results carry them --------------------------------
+# --- the run's root causes and report card, from a real run ----------------------------
 
 
-class RunWithDiagnosis(RunResult):
-    """A run whose summary has SPEC §6.2's run-level keys (issue 11 adds them)."""
-
-    @property
-    def summary(self) -> dict:
-        return {
-            **super().summary,
-            "root_causes": [
-                {
-                    "hint": {
-                        "code": "fault:broadcast.leading-only",
-                        "message": "m <1>",
-                        "fix": "sum over every broadcast axis",
-                        "confidence": "exact",
-                    },
-                    "cases": ["a.yaml::one", "a.yaml::two"],
-                }
-            ],
-            "ops": {"matmul": {"passed": 3, "failed": 1, "unsupported": 0}},
-        }
+@pytest.fixture(scope="module")
+def leading_only_run() -> RunResult:
+    """The shipped broadcasting cases against the seed's unbroadcast (leading axes only)."""
+    fault = FAULTS["broadcast.leading-only"]
+    return run(load_paths([ROOT / "cases" / "broadcasting.yaml"]), lambda: FaultyEngine(fault))
 
 
-def test_root_causes_and_ops_appear_when_the_summary_has_them() -> None:
+def test_root_causes_and_ops_of_a_real_run_appear_in_the_summary(leading_only_run) -> None:
     plain = parse(to_html(RunResult("e", "tf", [], 0.0), tool_version="1"))
     assert "Root causes" not in text_of(plain) and not find(plain, "table", "ops")
-    root = parse(to_html(RunWithDiagnosis("e", "tf", [], 0.0), tool_version="1"))
+    root = parse(to_html(leading_only_run, tool_version="1"))
     causes = text_of(one(root, "ul", "root-causes"))
-    assert "fault:broadcast.leading-only: 2 cases (a.yaml::one, a.yaml::two)" in causes
-    assert "m <1>" in causes and "sum over every broadcast axis" in causes
+    [cause] = leading_only_run.root_causes
+    failing = [c.id for c in leading_only_run.cases if c.status == "failed"]
+    assert f"fault:broadcast.leading-only: {len(failing)} cases ({', '.join(failing)})" in causes
+    assert cause.hint.fix in causes
+    assert "which fault:broadcast.no-reduce does not explain" in causes
     rows = [[text_of(c) for c in row] for row in find(one(root, "table", "ops"), "tr")]
-    assert rows == [["op", "passed", "failed", "unsupported"], ["matmul", "3", "1", "0"]]
+    assert rows[0] == ["op", "passed", "failed", "failed elsewhere", "unsupported", "found wrong"]
+    for op, *counts, found in rows[1:]:
+        record = leading_only_run.ops[op]
+        expected = [record.passed, record.failed, record.failed_elsewhere, record.unsupported]
+        assert counts == [str(n) for n in expected]
+        assert ("fault:broadcast.leading-only" in found) == bool(record.failed)
 
 
 def test_readme_shows_the_seed_report() -> None:

@@ -440,6 +440,15 @@ def ops(
     markdown: Annotated[
         bool, typer.Option("--markdown", help="A Markdown table (docs/ops.md), both spellings.")
     ] = False,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            "-e",
+            help="Also say which ops this engine implements and which it lacks (the engine "
+            "is imported and made, no case is run).",
+        ),
+    ] = None,
 ) -> None:
     """Every op an expression may use: signature, TensorFlow mapping, meaning, VJP rules."""
     from rich.table import Table
@@ -451,10 +460,13 @@ def ops(
     if markdown:
         typer.echo(_ops_markdown(), nl=False)
         return
+    found = _coverage(engine) if engine is not None else None
     spell = (spelling or Spelling.numpy).value if rules or spelling else None
     table = Table(box=None, pad_edge=False)
     for column in ("op", "TensorFlow", "operator", "meaning"):
         table.add_column(column)
+    if found:
+        table.add_column("engine", no_wrap=True)
     if spell:
         table.add_column(f"VJP ({spell})", overflow="fold", min_width=24)
     for op in all_ops():
@@ -463,10 +475,47 @@ def ops(
         tf_name = op.tf_name or "none: --reference numeric"
         doc = f"{op.doc} [user op, {op.origin}]" if op.origin else op.doc
         cells = [op.signature, tf_name, operator, doc]
+        if found:
+            cells.append(_has(found, op.name))
         if spell:
             cells.append("\n".join(_rule_lines(op, spell)))
         table.add_row(*map(Text, cells))
-    _console().print(table)
+    console = _console()
+    console.print(table)
+    if found:
+        console.print(Text(_coverage_line(engine or "", found)))
+
+
+def _coverage(spec: str):
+    from .diagnosis.report_card import coverage
+    from .engines.driver import EngineFailure, call_engine
+    from .ops import all_ops
+
+    factory = _engine(spec)
+    try:
+        instance = call_engine("creating the engine", factory)
+    except EngineFailure as e:
+        raise GradcheckError(f"--engine {spec}: {e.message}") from None
+    return coverage(instance, all_ops())
+
+
+def _has(found, op: str) -> str:
+    if op in found.implements:
+        return "yes"
+    return "stub" if op in found.stubs else "missing"
+
+
+def _coverage_line(spec: str, found) -> str:
+    """`engine ... implements 12 of 35 ops; lacks: ...`, and the adapter methods it lacks."""
+    total = len(found.implements) + len(found.stubs) + len(found.lacks)
+    parts = [f"engine {spec} implements {len(found.implements)} of {total} ops"]
+    if found.lacks:
+        parts.append(f"lacks: {', '.join(found.lacks)}")
+    if found.stubs:
+        parts.append(f"stubs that raise NotImplementedError: {', '.join(found.stubs)}")
+    if found.protocol:
+        parts.append(f"and no working {', '.join(found.protocol)} yet (SPEC §4)")
+    return "; ".join(parts)
 
 
 def _rule_lines(op, spelling: str) -> list[str]:

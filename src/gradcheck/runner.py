@@ -183,7 +183,9 @@ def _check(
     except EngineFailure as failure:
         _error(result, failure.message, failure)
         if options.diagnose and failure.what in ("grad", "vjp"):  # raised differentiating
-            evidence = Evidence(case, reference, None, result, engine_factory, failure=failure)
+            evidence = Evidence(
+                case, reference, None, result, engine_factory, failure=failure, known=causes
+            )
             result.message = "; ".join([failure.message, *diagnose(evidence)])
         return
     except Exception as e:  # what the driver's checks did not foresee is still the engine's
@@ -222,7 +224,15 @@ def _check(
         result.status = "skipped"  # the reference could judge no gradient element at all
     if failed:
         evidence = Evidence(
-            case, reference, got, result, engine_factory, stale, conventions=declared, known=causes
+            case,
+            reference,
+            got,
+            result,
+            engine_factory,
+            stale,
+            conventions=declared,
+            known=causes,
+            brief=options.diagnose != "all",
         )
         notes += diagnose(evidence) if options.diagnose else []
     elif any(item.hints for item in result.inputs):
@@ -315,8 +325,8 @@ def run(
                 item.name, item.file, item.line, "invalid", expr=item.expr, message=item.message
             )
         else:
-            first = options.diagnose in (True, "first")
-            outcome = check_case(item, engine_factory, options, known(results) if first else ())
+            causes = known(results) if options.diagnose else []
+            outcome = check_case(item, engine_factory, options, causes)
         results.append(outcome)
         if on_result:
             on_result(outcome)

@@ -31,7 +31,7 @@ from ..results import CaseResult, Hint, RunResult
 from . import dtypes, idiom
 from .conventions import kink_hint, observe
 from .driver import FIXES, driver_hint, stale_node, unexplained
-from .errors import diagnose_error
+from .errors import diagnose_error, raising_too
 from .evidence import Evidence
 from .faults import FAULTS, Fault, FaultyEngine, fault_hint, relevant_faults
 from .kinks import kink_mask
@@ -59,6 +59,7 @@ def diagnose(evidence: Evidence) -> list[str]:
     result = evidence.result
     if evidence.engine is None:
         hints = attempt("localising the error", lambda: diagnose_error(evidence))
+        hints += attempt("the run's causes so far", lambda: raising_too(evidence))
         result.hints = fold(dedupe(sorted(hints, key=rank)), _failing_nodes(result))
         return notes
     case_hints = _forward_and_stale(evidence)
@@ -270,7 +271,7 @@ def _reproducing(faults: list[Fault], evidence: Evidence) -> list[Hint]:
 def _known(evidence: Evidence) -> list[Hint]:
     """`--diagnose=first`: the run's fingerprints so far that reproduce this case too."""
     assert evidence.result.forward is not None
-    if not evidence.known or not evidence.result.forward.passed:
+    if not (evidence.brief and evidence.known) or not evidence.result.forward.passed:
         return []
     relevant = {f.name for f in relevant_faults(_used_ops(evidence.case))}
     names = [h.code.removeprefix("fault:") for h, _ in evidence.known]

@@ -6,6 +6,8 @@ arguments' gradients on its own, to name the argument. The catalogue faults of i
 are run on the node too: one that raises there as the engine does is the likely cause,
 and if, on probe inputs whose axes all have one size (where the fault no longer raises:
 a full transpose of a cube is a cube), it reproduces the engine's VJP, the fault is it.
+A fingerprint found on an earlier case of the run that raises on this case too is its
+likely cause (`raising_too`).
 """
 
 from __future__ import annotations
@@ -135,6 +137,26 @@ def _raises_on_case(fault: Fault, evidence: Evidence) -> bool:
     except EngineFailure:
         return True
     return False
+
+
+def raising_too(evidence: Evidence) -> list[Hint]:
+    """The run's fingerprints so far that raise on this case too, as the engine does."""
+    ops = {n.op.name for n in evidence.case.expression.op_nodes if n.op is not None}
+    relevant = {f.name: f for f in relevant_faults(ops)}
+    hints = []
+    for hint, origin in evidence.known:
+        fault = relevant.get(hint.code.removeprefix("fault:"))
+        if fault is not None and _raises_on_case(fault, evidence):
+            found = fault_hint(
+                fault,
+                evidence.case,
+                evidence.spelling,
+                f"{fault.summary}; the builtin engine with this one fault, found on {origin}, "
+                "raises on this case too",
+            )
+            found.confidence = "likely"
+            hints.append(found)
+    return hints
 
 
 def _node_hint(check: NodeCheck, arg: int, fault: Fault | None, spell: str) -> Hint:

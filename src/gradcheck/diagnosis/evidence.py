@@ -29,9 +29,11 @@ class Evidence:
     # The driver localisation's finding, once made (`driver.py`): a driver fingerprint
     # then says nothing more.
     driver: Hint | None = None
-    # `--diagnose=first`: the run's causes so far, each with the case it was found on;
-    # one that reproduces this case spares it the probes (`root_causes.known`).
+    # The run's causes so far, each with the case it was found on (`root_causes.known`):
+    # one that raises here as the engine does explains an error; and when `brief`
+    # (`--diagnose=first`), one that reproduces this case spares it the probes.
     known: list[tuple[Hint, str]] = field(default_factory=list)
+    brief: bool = True
 
     def builtin(self) -> BuiltinEngine:
         """The builtin engine that stands for the right answer: TensorFlow's conventions,

@@ -85,7 +85,8 @@ def _mechanism(op: str, hints: list[Hint], top: Hint | None) -> str | None:
 
 @dataclass
 class Coverage:
-    """Which ops an engine implements; and the adapter methods it lacks (leaf, grad, ...)."""
+    """Which ops an engine implements; and the adapter methods (leaf, grad, ...) it lacks
+    or has only as stubs."""
 
     implements: list[str]
     stubs: list[str]  # methods that only raise NotImplementedError
@@ -105,7 +106,11 @@ def coverage(engine: Any, ops: Sequence[Op]) -> Coverage:
         else:
             implements.append(op.name)
     needed = ("vjp",) if is_functional(engine) else ("leaf", "value", "grad")
-    protocol = [name for name in needed if not callable(getattr(engine, name, None))]
+    protocol = [
+        name
+        for name in needed
+        if not callable(method := getattr(engine, name, None)) or _stub(method)
+    ]
     return Coverage(implements, stubs, lacks, protocol)
 
 

@@ -5,16 +5,18 @@ annotation on the case's line in the pull request::
 
     ::error file=cases/seed.yaml,line=23,title=gradcheck%3A seed_batched_matmul_chain::…
 
-The message is the case's headline (its top hint's code and message, else its message)
-and the top hint's fix. Passing and skipped cases get none. Values are escaped as the
-runner decodes them: ``%``, CR and LF everywhere, and ``:`` and ``,`` in properties too.
-The file is the case's path as given on the command line, with ``/`` separators: run
-gradcheck from the repository root so that it is the path GitHub knows.
+The message is the case's headline (its top hint's code and message, else its message),
+the top hint's fix, and the run's root cause when other cases share it. Passing and
+skipped cases get none. Values are escaped as the runner decodes them: ``%``, CR and LF
+everywhere, and ``:`` and ``,`` in properties too. The file is the case's path as given
+on the command line, with ``/`` separators: run gradcheck from the repository root so
+that it is the path GitHub knows.
 """
 
 from __future__ import annotations
 
 from gradcheck.report.rich_report import headline
+from gradcheck.report.rich_summary import citation
 from gradcheck.results import CaseResult, RunResult
 
 ANNOTATED = ("failed", "error", "invalid")
@@ -22,25 +24,32 @@ ANNOTATED = ("failed", "error", "invalid")
 
 def to_github(run: RunResult) -> str:
     """The annotations, one line each, newline-terminated; empty when every case passed."""
-    return "".join(annotation(case) + "\n" for case in run.cases if case.status in ANNOTATED)
+    return "".join(
+        annotation(case, citation(run, case)) + "\n"
+        for case in run.cases
+        if case.status in ANNOTATED
+    )
 
 
-def annotation(case: CaseResult) -> str:
-    """The ``::error`` workflow command for one case."""
+def annotation(case: CaseResult, cause: str | None = None) -> str:
+    """The ``::error`` workflow command for one case (`cause`: the run's root cause it
+    shares, `rich_summary.citation`)."""
     properties = {
         "file": _path(case.file),
         "line": str(max(case.line, 1)),
         "title": f"gradcheck: {case.name}",
     }
     props = ",".join(f"{key}={escape_property(value)}" for key, value in properties.items())
-    return f"::error {props}::{escape_data(message(case))}"
+    return f"::error {props}::{escape_data(message(case, cause))}"
 
 
-def message(case: CaseResult) -> str:
-    """What the annotation says: the headline, then the top hint's fix."""
+def message(case: CaseResult, cause: str | None = None) -> str:
+    """What the annotation says: the headline, the top hint's fix, the run's cause."""
     text = headline(case)
     if case.hints:
         text += f"\nfix: {case.hints[0].fix}"
+    if cause:
+        text += f"\n{cause}"
     return text
 
 

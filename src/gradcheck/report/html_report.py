@@ -120,18 +120,28 @@ def _summary(run: RunResult, tool_version: str, shown: list[CaseResult]) -> str:
 
 
 def _root_causes(causes: list[dict[str, Any]] | None) -> str:
-    """SPEC §6.2's `summary.root_causes`: failing cases grouped by their one explanation."""
+    """SPEC §6.2's `summary.root_causes`: failing cases grouped by their one explanation,
+    and the case that decided it over each rival."""
     if not causes:
         return ""
     items = []
     for cause in causes:
         hint = _hint_dict(cause["hint"])
         cases = cause.get("cases", [])
+        mechanism = f" ({hint['mechanism']})" if hint.get("mechanism") else ""
+        rivals = "".join(
+            f'<p class="dim">decided by {text(r["ruled_out_by"])}, which {text(r["label"])} '
+            "does not explain</p>"
+            if r.get("ruled_out_by")
+            else f'<p class="dim">or {text(r["label"])}: no case of the run tells them apart</p>'
+            for r in cause.get("rivals", [])
+        )
         items.append(
-            f'<li><span class="code">{text(hint.get("code", ""))}</span>: '
+            f'<li><span class="code">{text(hint.get("code", ""))}</span>{text(mechanism)}: '
             f"{len(cases)} case{'s' if len(cases) != 1 else ''} "
             f"({text(', '.join(cases))})<br>{text(hint.get('message', ''))}"
             + (f'<p class="fix">{text(hint["fix"])}</p>' if hint.get("fix") else "")
+            + rivals
             + "</li>"
         )
     return f'<h3>Root causes</h3><ul class="hints root-causes">{"".join(items)}</ul>'
@@ -141,19 +151,28 @@ def _hint_dict(hint: Hint | dict[str, Any]) -> dict[str, Any]:
     return hint.to_dict() if isinstance(hint, Hint) else dict(hint)
 
 
-def _ops(ops: dict[str, dict[str, int]] | None) -> str:
-    """SPEC §6.2's `summary.ops`: how each op fared over the run."""
+OP_COLUMNS = {"passed": "passed", "failed": "failed", "failed_elsewhere": "failed elsewhere",
+              "unsupported": "unsupported"}  # fmt: skip
+
+
+def _ops(ops: dict[str, dict[str, Any]] | None) -> str:
+    """SPEC §6.2's `summary.ops`: how each op fared over the run (the report card)."""
     if not ops:
         return ""
-    columns = list(dict.fromkeys(key for record in ops.values() for key in record))
-    head = "".join(f"<th>{text(c)}</th>" for c in ["op", *columns])
+    columns = [c for c in OP_COLUMNS if any(c in record for record in ops.values())]
+    head = "".join(f"<th>{text(c)}</th>" for c in ["op", *(OP_COLUMNS[c] for c in columns)])
+    head += "<th>found wrong</th>"
     rows = "".join(
         f"<tr><td><code>{text(op)}</code></td>"
         + "".join(f'<td class="num">{text(record.get(c, 0))}</td>' for c in columns)
-        + "</tr>"
+        + f"<td>{text(_found(record.get('mechanisms') or {}))}</td></tr>"
         for op, record in ops.items()
     )
     return f'<h3>Ops over the run</h3><table class="ops"><tr>{head}</tr>{rows}</table>'
+
+
+def _found(mechanisms: dict[str, int]) -> str:
+    return ", ".join(f"{m} ({n} case{'s' if n > 1 else ''})" for m, n in mechanisms.items())
 
 
 # --- one case -------------------------------------------------------------------------
@@ -214,8 +233,10 @@ def _also(top: Hint) -> str:
 
 def _hint_list(hints: list[Hint]) -> str:
     items = "".join(
-        f'<li><span class="code">{text(h.code)}</span> <span class="dim">({text(h.confidence)})'
-        f'</span> {text(h.message)}<p class="fix">{text(h.fix)}</p></li>'
+        f'<li><span class="code">{text(h.code)}</span>'
+        + (f" <code>{text(h.mechanism)}</code>" if h.mechanism else "")
+        + f' <span class="dim">({text(h.confidence)})</span> {text(h.message)}'
+        f'<p class="fix">{text(h.fix)}</p></li>'
         for h in hints
     )
     return f'<ul class="hints">{items}</ul>'

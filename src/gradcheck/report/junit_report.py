@@ -1,4 +1,5 @@
-"""JUnit XML (SPEC §7) for CI servers: one testcase per case, the rich report as its text."""
+"""JUnit XML (SPEC §7) for CI servers: one testcase per case, the rich report as its text
+(citing the run's root cause a failure shares with other cases)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from gradcheck.report.rich_report import headline, plain_text
+from gradcheck.report.rich_summary import citation
 from gradcheck.results import CaseResult, RunResult
 
 # XML 1.0 cannot hold most control characters at all (not even escaped), and engine
@@ -28,12 +30,13 @@ def to_junit(run: RunResult) -> str:
     for name, value in (("engine", run.engine), ("reference", run.reference)):
         ET.SubElement(properties, "property", {"name": name, "value": _clean(value)})
     for case in run.cases:
-        suite.append(_testcase(case))
+        suite.append(_testcase(case, citation(run, case)))
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True)
 
 
-def _testcase(case: CaseResult) -> ET.Element:
+def _testcase(case: CaseResult, cause: str | None) -> ET.Element:
+    """One case; a failure's message and text cite the run's root cause it shares."""
     element = ET.Element(
         "testcase",
         {
@@ -49,8 +52,9 @@ def _testcase(case: CaseResult) -> ET.Element:
     elif case.status in ("failed", "error", "invalid"):
         tag = "failure" if case.status == "failed" else "error"
         kind = case.hints[0].code if case.hints else case.status
-        child = ET.SubElement(element, tag, {"message": _clean(headline(case)), "type": kind})
-        child.text = _clean(plain_text(case))
+        message = headline(case) + (f" ({cause})" if cause else "")
+        child = ET.SubElement(element, tag, {"message": _clean(message), "type": kind})
+        child.text = _clean(plain_text(case, cause=cause))
     return element
 
 

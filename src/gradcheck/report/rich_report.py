@@ -18,6 +18,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from gradcheck.report.rich_summary import citation, run_summary
 from gradcheck.results import CaseResult, Comparison, Hint, RunResult
 
 STATUS_WORD = {
@@ -49,7 +50,8 @@ INDENT = 2
 
 
 def render(run: RunResult, console: Console, *, verbose: bool = False, quiet: bool = False) -> None:
-    """Print the whole run: every case (only failures when `quiet`), then the summary."""
+    """Print the whole run: every case (only failures when `quiet`), the run's diagnosis and
+    (unless `quiet`) its report card, then the summary."""
     if not quiet:
         console.print(
             Text(f"gradcheck: engine {run.engine}, reference {run.reference}", style="dim")
@@ -57,19 +59,24 @@ def render(run: RunResult, console: Console, *, verbose: bool = False, quiet: bo
     for case in run.cases:
         if quiet and case.passed:
             continue
-        render_case(case, console, verbose)
+        render_case(case, console, verbose, cause=citation(run, case))
+    for renderable in run_summary(run, card=not quiet):
+        console.print(renderable)
     console.print(Text(summary_line(run), style=_summary_style(run)))
 
 
-def render_case(case: CaseResult, console: Console, verbose: bool = False) -> None:
-    """Print one case: a single line when it passed or was skipped, else its diagnosis."""
-    for renderable in _case_renderables(case, verbose, console.width):
+def render_case(
+    case: CaseResult, console: Console, verbose: bool = False, cause: str | None = None
+) -> None:
+    """Print one case: a single line when it passed or was skipped, else its diagnosis
+    (`cause`: the run's root cause it shares, as `rich_summary.citation` says it)."""
+    for renderable in _case_renderables(case, verbose, console.width, cause):
         # A bare Text is a status line (`FAILED  file:line::name`), made to be copied and
         # grepped: never break it mid-name; the terminal wraps it, as pytest's lines.
         console.print(renderable, soft_wrap=isinstance(renderable, Text))
 
 
-def plain_text(case: CaseResult, *, width: int = 80) -> str:
+def plain_text(case: CaseResult, *, width: int = 80, cause: str | None = None) -> str:
     """The same report for one case without colour or markup (JUnit, pytest plugin)."""
     buffer = io.StringIO()
     console = Console(
@@ -81,7 +88,7 @@ def plain_text(case: CaseResult, *, width: int = 80) -> str:
         emoji=False,
         highlight=False,
     )
-    render_case(case, console, verbose=False)
+    render_case(case, console, verbose=False, cause=cause)
     # rich pads every line of a multi-line block to the block's width; plain text
     # (a CI log, an XML attribute's neighbour) is easier to read and diff without it.
     lines = [line.rstrip() for line in buffer.getvalue().splitlines()]
@@ -116,7 +123,9 @@ def headline(case: CaseResult) -> str:
 # --- one case -------------------------------------------------------------------------
 
 
-def _case_renderables(case: CaseResult, verbose: bool, width: int) -> Iterator[RenderableType]:
+def _case_renderables(
+    case: CaseResult, verbose: bool, width: int, cause: str | None = None
+) -> Iterator[RenderableType]:
     if case.status == "passed":
         yield _status_line(case, case_id=f"{case.file}::{case.name}", detail=_duration(case))
         for result in case.inputs:  # passed under a declared convention: say which
@@ -133,10 +142,10 @@ def _case_renderables(case: CaseResult, verbose: bool, width: int) -> Iterator[R
         yield _status_line(case, case_id=_invalid_location(case), detail=Text())
     elif case.status == "error":
         yield _status_line(case, case_id=_full_id(case), detail=_duration(case))
-        yield from _error_body(case, verbose)
+        yield from _error_body(case, verbose, cause)
     else:
         yield _status_line(case, case_id=_full_id(case), detail=_duration(case))
-        yield from _failure_body(case, verbose, width)
+        yield from _failure_body(case, verbose, width, cause)
 
 
 def _status_line(case: CaseResult, *, case_id: str, detail: Text) -> Text:
@@ -179,7 +188,9 @@ def _indented(renderable: RenderableType, level: int = 1) -> Padding:
     return Padding(renderable, (0, 0, 0, INDENT * level), expand=False)
 
 
-def _failure_body(case: CaseResult, verbose: bool, width: int) -> Iterator[RenderableType]:
+def _failure_body(
+    case: CaseResult, verbose: bool, width: int, cause: str | None
+) -> Iterator[RenderableType]:
     if case.expr:
         yield _indented(Text.assemble(("expr ", "dim"), (case.expr, "cyan")))
     if case.message:
@@ -187,11 +198,11 @@ def _failure_body(case: CaseResult, verbose: bool, width: int) -> Iterator[Rende
     yield from _comparisons(case, verbose, width)
     if verbose and case.nodes:
         yield _nodes(case)
-    yield from _hint_blocks(case)
+    yield from _hint_blocks(case, cause)
     yield Text()
 
 
-def _error_body(case: CaseResult, verbose: bool) -> Iterator[RenderableType]:
+def _error_body(case: CaseResult, verbose: bool, cause: str | None) -> Iterator[RenderableType]:
     if case.expr:
         yield _indented(Text.assemble(("expr ", "dim"), (case.expr, "cyan")))
     yield _indented(_user_text(case.message or "engine error", style="red"))
@@ -202,7 +213,7 @@ def _error_body(case: CaseResult, verbose: bool) -> Iterator[RenderableType]:
         yield _indented(_user_text("\n".join(lines), style="dim"))
     if verbose and case.nodes:
         yield _nodes(case)
-    yield from _hint_blocks(case)  # where the error is, when the diagnosis found it
+    yield from _hint_blocks(case, cause)  # where the error is, when the diagnosis found it
     yield Text()
 
 
@@ -316,7 +327,7 @@ def _nodes(case: CaseResult) -> RenderableType:
 # --- hints ----------------------------------------------------------------------------
 
 
-def _hint_blocks(case: CaseResult) -> Iterator[RenderableType]:
+def _hint_blocks(case: CaseResult, cause: str | None = None) -> Iterator[RenderableType]:
     """The top hint in full, the case's other hints compactly, then input-only hints.
 
     Hints arrive ordered strongest first (SPEC §7); the report keeps that order so it
@@ -324,7 +335,7 @@ def _hint_blocks(case: CaseResult) -> Iterator[RenderableType]:
     """
     if case.hints:
         top, *others = case.hints
-        yield _indented(_top_hint(top))
+        yield _indented(_top_hint(top, cause))
         if others:
             yield _indented(_compact_hints("other explanations", others))
     shown = [*case.hints, *(h for top in case.hints for h in top.also)]
@@ -335,7 +346,7 @@ def _hint_blocks(case: CaseResult) -> Iterator[RenderableType]:
             yield _indented(_compact_hints(f"input {result.name}", extra))
 
 
-def _top_hint(hint: Hint) -> Table:
+def _top_hint(hint: Hint, cause: str | None = None) -> Table:
     grid = Table.grid(padding=(0, 1))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
@@ -358,6 +369,8 @@ def _top_hint(hint: Hint) -> Table:
         grid.add_row("node", Text(hint.node, style="cyan"))
     if hint.also:
         grid.add_row("also", Text("seen as " + "; ".join(_also(h) for h in hint.also), style="dim"))
+    if cause:
+        grid.add_row("run", Text(cause, style="dim"))
     return grid
 
 

@@ -1,9 +1,10 @@
 """A case's expression drawn as a graph: inputs at the top, ops below, the output last.
 
 A node that failed when checked alone, or that a hint names, is drawn dashed in red
-with what was found there; the node the top hint names (or, for a hint that names only
-an op, such as a fingerprint, the nodes of that op) is highlighted. Each state also
-has a shape of its own (dashes, a heavy border, text), so the graph reads in grey.
+with what was found there and the mechanism found (SPEC §6.1); the node the top hint
+names (or, for a hint that names only an op, such as a fingerprint, the nodes of that
+op) is highlighted. Each state also has a shape of its own (dashes, a heavy border,
+text), so the graph reads in grey.
 """
 
 from __future__ import annotations
@@ -42,17 +43,24 @@ def node_marks(case: CaseResult) -> NodeMarks:
     for i, node in enumerate(case.graph):
         by_text.setdefault(node.text, []).append(i)
     failing: dict[int, list[str]] = {}
+    said = [*case.hints, *(h for top in case.hints for h in top.also)]
+    mechanisms = {(h.node, h.arg): h.mechanism for h in said if h.code == "op-vjp" and h.mechanism}
     for result in case.nodes:
         if result.status != "failed":
             continue
         for i in by_text.get(result.node, []):
-            wrt = " and ".join(_argument(case.graph, i, arg) for arg in result.args)
-            failing.setdefault(i, []).append(f"wrong VJP for {wrt}" if wrt else "wrong VJP")
+            wrong = [
+                _argument(case.graph, i, arg) + _said(mechanisms.get((result.node, arg)))
+                for arg in result.args
+            ]
+            failing.setdefault(i, []).append(
+                f"wrong VJP for {' and '.join(wrong)}" if wrong else "wrong VJP"
+            )
     for hint in case.hints:
         # op-vjp says what localisation said, already shown above.
         if hint.code != "op-vjp":
             for i in by_text.get(hint.node or "", []):
-                failing.setdefault(i, []).append(hint.code)
+                failing.setdefault(i, []).append(hint.code + _said(hint.mechanism))
     highlighted: set[int] = set()
     if case.hints:
         top = case.hints[0]
@@ -63,6 +71,11 @@ def node_marks(case: CaseResult) -> NodeMarks:
         for i in highlighted:
             failing.setdefault(i, []).append(f"top hint: {top.code}")
     return NodeMarks(failing, highlighted)
+
+
+def _said(mechanism: str | None) -> str:
+    """A mechanism (SPEC §6.1) after the mark it belongs to."""
+    return f" ({mechanism})" if mechanism else ""
 
 
 def _argument(graph: list[GraphNode], node: int, arg: int) -> str:
