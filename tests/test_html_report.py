@@ -19,9 +19,9 @@ import yaml
 from gradcheck.cases import load_paths
 from gradcheck.cases.model import Tolerance
 from gradcheck.comparison.compare import compare
+from gradcheck.diagnosis.faults import FAULTS, FaultyEngine
 from gradcheck.report import to_html
 from gradcheck.report.case_source import MAX_LINES, case_source
-from gradcheck.diagnosis.faults import FAULTS, FaultyEngine
 from gradcheck.results import CaseResult, Hint, InputResult, RunResult
 from gradcheck.runner import run
 from html_page import (
