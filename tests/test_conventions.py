@@ -73,7 +73,8 @@ def undeclared(spec: str):
 def quietly(cases, factory):
     with warnings.catch_warnings():  # real engines warn about log(negative) in pow
         warnings.simplefilter("ignore", RuntimeWarning)
-        return run(cases, factory, RunOptions())
+        # Each case in full: the tests read every case's own diagnosis, not the run's.
+        return run(cases, factory, RunOptions(diagnose="all"))
 
 
 # -- the conventions themselves ------------------------------------------------------------

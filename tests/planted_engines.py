@@ -1,0 +1,11 @@
+"""Catalogue faults as engine files, for tests that run the command line
+(`--engine tests/planted_engines.py:LeadingOnly`): the builtin engine with one fault."""
+
+from gradcheck.diagnosis.faults import FAULTS, FaultyEngine
+
+
+class LeadingOnly(FaultyEngine):
+    """The seed question's unbroadcast: leading axes summed, size-1 axes not."""
+
+    def __init__(self) -> None:
+        super().__init__(FAULTS["broadcast.leading-only"])
