@@ -4,6 +4,12 @@
    TensorFlow is imported (target: under 50 ms), mechanism probes included.
 2. A small MLP (inputs about 256x256) with a planted bug: a failing check with
    diagnosis vs the same check with `--no-diagnose` (target: at most 10x).
+3. A driver bug (the corpus's recursive backward, per path) on a 128x128 graph that
+   reuses a value: the driver localisation's cost beside the check.
+4. The whole shipped suite with one planted bug (the seed's unbroadcast): the run with
+   diagnosis (`--diagnose=first`, the default) vs `--no-diagnose` (target: at most 2x),
+   and `--diagnose=all` beside it. References come from a warm cache, as in a CLI run
+   after the first, so the ratio is of gradcheck's own work.
 
     python bench/diagnosis.py
 
@@ -25,11 +31,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from gradcheck.cases import Case, load_file
+from gradcheck.cache import ReferenceCache
+from gradcheck.cases import Case, load_file, load_paths
 from gradcheck.diagnosis.faults import FAULTS, FaultyEngine
 from gradcheck.engines.adapters import load_engine
 from gradcheck.engines.tensorflow import load_tensorflow
-from gradcheck.runner import RunOptions, check_case
+from gradcheck.runner import RunOptions, check_case, run
 
 REPEATS = 10
 MLP_CASE = """
@@ -48,6 +55,25 @@ cases:
       b2: {shape: [64], init: normal}
     tolerance: {rtol: 1e-4, atol: 1e-4}
 """
+
+
+DRIVER_CASE = """
+cases:
+  - name: reused_hidden_layer
+    cotangent: random
+    expr: |
+      h = tanh(x @ w)
+      (h * sigmoid(h)) @ v
+    inputs:
+      x: {shape: [128, 128], init: normal}
+      w: {shape: [128, 128], init: uniform, low: -0.1, high: 0.1}
+      v: {shape: [128, 16], init: normal}
+"""
+SUITE_TURNS = 5
+
+
+def leading_only() -> FaultyEngine:
+    return FaultyEngine(FAULTS["broadcast.leading-only"])
 
 
 def timed(case: Case, factory, options: RunOptions) -> tuple[float, object]:
@@ -74,19 +100,56 @@ def compare(label: str, case: Case, factory) -> float:
     return diagnosed / checked
 
 
+def one_case(text: str, name: str) -> Case:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp, name)
+        path.write_text(text)
+        return next(c for c in load_file(path) if isinstance(c, Case))
+
+
+def whole_suite() -> float:
+    """The shipped suite, one planted bug: each mode's best of SUITE_TURNS, taken in turn."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = ReferenceCache(Path(tmp))
+        cases = load_paths([Path("cases")])
+        modes = {"--no-diagnose": False, "--diagnose=first": "first", "--diagnose=all": "all"}
+        run(cases, leading_only, RunOptions(diagnose=False, cache=cache))  # warm the cache
+        best = dict.fromkeys(modes, float("inf"))
+        for _ in range(SUITE_TURNS):
+            for label, mode in modes.items():
+                start = time.perf_counter()
+                result = run(cases, leading_only, RunOptions(diagnose=mode, cache=cache))
+                best[label] = min(best[label], time.perf_counter() - start)
+    plain = best["--no-diagnose"]
+    failing = result.count("failed") + result.count("error")
+    print(
+        f"shipped suite ({len(cases)} cases, {failing} failing), broadcast.leading-only: "
+        + ", ".join(f"{label} {seconds:.2f}s" for label, seconds in best.items())
+        + f"; {len(result.root_causes)} root cause(s)"
+    )
+    for label in ("--diagnose=first", "--diagnose=all"):
+        print(f"  {label} / --no-diagnose: {best[label] / plain:.2f}x")
+    return best["--diagnose=first"] / plain
+
+
 def main() -> None:
     print(f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'default')}")
     load_tensorflow()
     seed = next(c for c in load_file("cases/seed.yaml") if isinstance(c, Case))
     compare("seed case, seed engine", seed, load_engine("examples/seed_engine.py"))
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp, "mlp.yaml")
-        path.write_text(MLP_CASE)
-        mlp = next(c for c in load_file(path) if isinstance(c, Case))
+    mlp = one_case(MLP_CASE, "mlp.yaml")
     ratio = compare(
         "MLP 256x256, sigmoid.from-input", mlp, lambda: FaultyEngine(FAULTS["sigmoid.from-input"])
     )
     print(f"diagnosis / check on the MLP: {ratio:.1f}x (target <= 10x)")
+    driver = one_case(DRIVER_CASE, "driver.yaml")
+    compare(
+        "driver bug 128x128, recursive backward (per path)",
+        driver,
+        load_engine("tests/corpus/tape_bugs.py:RecursiveBackward"),
+    )
+    suite = whole_suite()
+    print(f"run with diagnosis / without on the shipped suite: {suite:.2f}x (target <= 2x)")
 
 
 if __name__ == "__main__":

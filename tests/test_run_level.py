@@ -61,10 +61,16 @@ def test_one_planted_unbroadcast_bug_is_one_root_cause_covering_every_failing_ca
 def pair(tmp_path: Path, *, leading_second: bool = True) -> list:
     """Two cases: a (3,1) column against (3,4), where leading-only and no-reduce agree, and
     one where the column also meets a leading axis, which only leading-only reproduces."""
-    column = {"name": "column", "expr": "a + b", "inputs": {"a": {"shape": [3, 1]},
-              "b": {"shape": [3, 4]}}}  # fmt: skip
-    leading = {"name": "leading", "expr": "a + b", "inputs": {"a": {"shape": [3, 1]},
-               "b": {"shape": [2, 3, 4]}}}  # fmt: skip
+    column = {
+        "name": "column",
+        "expr": "a + b",
+        "inputs": {"a": {"shape": [3, 1]}, "b": {"shape": [3, 4]}},
+    }
+    leading = {
+        "name": "leading",
+        "expr": "a + b",
+        "inputs": {"a": {"shape": [3, 1]}, "b": {"shape": [2, 3, 4]}},
+    }
     cases = [column, leading] if leading_second else [leading, column]
     path = tmp_path / "pair.yaml"
     path.write_text(yaml.safe_dump({"defaults": {"cotangent": "random"}, "cases": cases}))
@@ -74,8 +80,10 @@ def pair(tmp_path: Path, *, leading_second: bool = True) -> list:
 @pytest.mark.parametrize("diagnose", ["first", "all"])
 @pytest.mark.parametrize(
     ("planted", "rival"),
-    [("broadcast.leading-only", "broadcast.no-reduce"),
-     ("broadcast.no-reduce", "broadcast.leading-only")],  # fmt: skip
+    [
+        ("broadcast.leading-only", "broadcast.no-reduce"),
+        ("broadcast.no-reduce", "broadcast.leading-only"),
+    ],
 )
 def test_the_second_case_decides_between_two_faults_the_first_cannot_tell_apart(
     tmp_path, diagnose, planted, rival
@@ -109,11 +117,18 @@ def test_two_bugs_are_two_root_causes(tmp_path):
     path = tmp_path / "two.yaml"
     path.write_text(
         yaml.safe_dump(
-            {"defaults": {"cotangent": "random"},
-             "cases": [{"name": "sig", "expr": "sigmoid(x)", "inputs": {"x": {"shape": [4]}}},
-                       {"name": "tanh", "expr": "tanh(x)", "inputs": {"x": {"shape": [4]}}},
-                       {"name": "sig2", "expr": "sigmoid(x) * y",
-                        "inputs": {"x": {"shape": [4]}, "y": {"shape": [4]}}}]}  # fmt: skip
+            {
+                "defaults": {"cotangent": "random"},
+                "cases": [
+                    {"name": "sig", "expr": "sigmoid(x)", "inputs": {"x": {"shape": [4]}}},
+                    {"name": "tanh", "expr": "tanh(x)", "inputs": {"x": {"shape": [4]}}},
+                    {
+                        "name": "sig2",
+                        "expr": "sigmoid(x) * y",
+                        "inputs": {"x": {"shape": [4]}, "y": {"shape": [4]}},
+                    },
+                ],
+            }
         )
     )
     engine = f"{ROOT}/tests/corpus/closure_bugs.py:TanhFromInput"
@@ -230,8 +245,14 @@ def test_bare_diagnose_is_first_and_both_spellings_parse():
 
 @pytest.mark.parametrize(
     ("flags", "brief"),
-    [([], True), (["--diagnose"], True), (["--diagnose=all"], False), (["--diagnose", "all"], False),
-     (["--diagnose", "first"], True), (["--no-diagnose"], None)],  # fmt: skip
+    [
+        ([], True),
+        (["--diagnose"], True),
+        (["--diagnose=all"], False),
+        (["--diagnose", "all"], False),
+        (["--diagnose", "first"], True),
+        (["--no-diagnose"], None),
+    ],
 )
 def test_the_diagnose_option(tmp_path, flags, brief):
     result = CliRunner().invoke(
@@ -266,8 +287,12 @@ def test_json_summary_has_the_root_causes_and_the_ops(broadcasting):
     assert cause["rivals"][0]["label"] == "fault:broadcast.no-reduce"
     assert summary["ops"]["add"]["passed"] == broadcasting.ops["add"].passed
     assert set(summary["ops"]["add"]) == {
-        "passed", "failed", "failed_elsewhere", "unsupported", "mechanisms"
-    }  # fmt: skip
+        "passed",
+        "failed",
+        "failed_elsewhere",
+        "unsupported",
+        "mechanisms",
+    }
 
 
 def test_junit_and_github_carry_the_root_cause_in_the_failure_text(broadcasting):

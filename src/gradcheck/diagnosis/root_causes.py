@@ -10,9 +10,9 @@ rival explanation that fits some cases of a group alone is kept with the first c
 the group it does not fit: that case decided between them. Where several explanations
 tie on every case, the group says that no case tells them apart.
 
-`cite` then puts the run's cause first among the hints of each case it explains, so
-every report agrees on what the case's best explanation is. `known` hands the causes
-found so far to the next case's diagnosis (`--diagnose=first`).
+`cite` then puts the run's cause first among the hints of a case whose own first hint
+another case ruled out, so every report agrees on what the case's best explanation is.
+`known` hands the causes found so far to the next case's diagnosis.
 """
 
 from __future__ import annotations
@@ -105,12 +105,15 @@ def _said(best: Key, group: list[str], offered: dict[str, list[Hint]], rivals: l
 
 
 def cite(cases: Sequence[CaseResult], causes: Sequence[RootCause]) -> None:
-    """Put each case's run-level cause first among its hints (and its inputs'), carrying
-    what was folded into the old first hint, which followed from the case alone."""
+    """Where another case ruled out a case's own first hint, put the run's cause first
+    among its hints (and its inputs'), carrying what was folded into the old first hint."""
     by_id = {c.id: c for c in cases}
     for cause in causes:
         wanted = key(cause.hint)
+        ruled_out = {r.label for r in cause.rivals if r.ruled_out_by}
         for case in (by_id[i] for i in cause.cases):
+            if label(case.hints[0]) not in ruled_out:
+                continue
             at = next(n for n, h in enumerate(case.hints) if key(h) == wanted)
             if at:
                 hint = case.hints.pop(at)
