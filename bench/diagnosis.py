@@ -96,6 +96,7 @@ def compare(label: str, case: Case, factory) -> float:
         f"{label}: check {checked * 1e3:.1f} ms, with diagnosis {diagnosed * 1e3:.1f} ms "
         f"(+{(diagnosed - checked) * 1e3:.1f} ms, {diagnosed / checked:.1f}x); "
         f"top hint {result.hints[0].code}"
+        + (f" [{result.hints[0].mechanism}]" if result.hints[0].mechanism else "")
     )
     return diagnosed / checked
 

@@ -17,7 +17,7 @@ import yaml
 import gradcheck.diagnosis as diagnosis
 import gradcheck.runner as runner
 from gradcheck.cases import Case, load_file
-from gradcheck.diagnosis import patterns, rank
+from gradcheck.diagnosis import fingerprints, patterns, rank
 from gradcheck.diagnosis.faults import FAULTS, FaultyEngine
 from gradcheck.engines.builtin import BuiltinEngine
 from gradcheck.ops.broadcast import fmt_shape
@@ -576,7 +576,7 @@ def _raise_in_patterns(monkeypatch):
     [
         ("patterns of x", _raise_in_patterns),
         ("localisation", lambda mp: mp.setattr(diagnosis, "check_nodes", _explode)),
-        ("fingerprints", lambda mp: mp.setattr(diagnosis, "relevant_faults", _explode)),
+        ("fingerprints", lambda mp: mp.setattr(fingerprints, "relevant_faults", _explode)),
     ],
 )
 def test_a_diagnosis_step_that_raises_leaves_a_note_not_a_crash(

@@ -317,3 +317,20 @@ def test_rich_report_ends_with_the_run_diagnosis_and_the_card_in_80_columns():
     assert any(line.split()[:1] == ["add"] for line in card)
     quiet = CliRunner().invoke(app, [*args, "-q"], env={"COLUMNS": "80"}).output
     assert "run diagnosis:" in quiet and "report card:" not in quiet
+
+
+def test_first_spares_a_case_the_node_checks_where_the_runs_driver_cause_locates_it():
+    cases = [c for c in load_file(ROOT / "tests/corpus/cases/backprop.yaml")]
+    engine = load_engine(f"{ROOT}/tests/corpus/tape_bugs.py:OverwriteAtFanOut")
+    first = run(cases, engine, RunOptions(diagnose="first"))
+    full = run(cases, engine, RunOptions(diagnose="all"))
+    brief = [c for c in first.cases if "diagnosed in brief" in c.message]
+    assert brief and all("backprop-driver [no-accumulate]" in c.message for c in brief)
+    by_id = {c.id: c for c in full.cases}
+    for case in brief:  # the same hint as in full, with only the node's consumers checked
+        whole = by_id[case.id]
+        assert (case.hints[0].mechanism, case.hints[0].node) == (
+            whole.hints[0].mechanism,
+            whole.hints[0].node,
+        )
+        assert len(case.nodes) < len(whole.nodes)

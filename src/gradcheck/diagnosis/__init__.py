@@ -16,24 +16,20 @@ After the run, `diagnose_run` groups the failing cases by root cause
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 
-import numpy as np
-
-from ..cases.model import LOW_PRECISION, Case
-from ..comparison.compare import compare
-from ..engines.builtin import BuiltinEngine
-from ..engines.driver import EngineFailure, Unsupported, run_engine
+from ..cases.model import Case
 from ..ops.broadcast import fmt_shape
 from ..ops.reductions import reduced_size
 from ..results import CaseResult, Hint, RunResult
 from . import dtypes, idiom
+from .brief import brief_note, known_hints
 from .conventions import kink_hint, observe
 from .driver import FIXES, driver_hint, stale_node, unexplained
 from .errors import diagnose_error, raising_too
 from .evidence import Evidence
-from .faults import FAULTS, Fault, FaultyEngine, fault_hint, relevant_faults
+from .faults import FAULTS
+from .fingerprints import case_fingerprints
 from .kinks import kink_mask
 from .localise import NodeCheck, check_nodes
 from .mechanisms import Prober, op_vjp_hint
@@ -73,15 +69,13 @@ def diagnose(evidence: Evidence) -> list[str]:
         for item in result.inputs
     )
     if not rounding_only and result.forward is not None:
-        faults = attempt("the run's causes so far", lambda: _known(evidence))
-        if faults:  # the nodes of their ops are still checked alone: the report card counts them
-            notes.append(_brief(evidence, faults))
-            ops = {op for h in faults for op in FAULTS[h.code.removeprefix("fault:")].ops}
-            attempt("localisation", lambda: _localise(evidence, probe=False, ops=ops))
+        faults = attempt("the run's causes so far", lambda: known_hints(evidence))
+        if faults:
+            notes.append(brief_note(evidence, faults))
         else:
             case_hints += attempt("localisation", lambda: _localise(evidence))
             if result.forward.passed:
-                faults = attempt("fingerprints", lambda: _fingerprints(evidence))
+                faults = attempt("fingerprints", lambda: case_fingerprints(evidence))
                 if evidence.driver is None and not faults:  # do the failing nodes explain it?
                     case_hints += attempt("the driver", lambda: _unexplained(evidence))
         case_hints += faults
@@ -187,15 +181,13 @@ def _reduced_sizes(case: Case) -> set[int]:
     }
 
 
-def _localise(evidence: Evidence, *, probe: bool = True, ops: set[str] | None = None) -> list[Hint]:
-    """Every node checked alone (of `ops` only, if given); if `probe`, the failing nodes'
-    mechanisms, or where every node passes, the driver's fault."""
+def _localise(evidence: Evidence) -> list[Hint]:
+    """Every node checked alone: the failing nodes' mechanisms, or where every node
+    passes, the driver's fault."""
     checks = check_nodes(
-        evidence.case, evidence.engine_factory, evidence.builtin, evidence.rounding, ops
+        evidence.case, evidence.engine_factory, evidence.builtin, evidence.rounding
     )
     evidence.result.nodes = [c.result for c in checks]
-    if not probe:
-        return []
     failing = [c for c in checks if c.result.status == "failed"]
     evidence.node_faults = set()
     if failing:
@@ -241,100 +233,6 @@ def node_hints(check: NodeCheck, evidence: Evidence) -> list[Hint]:
             continue
         hints.append(op_vjp_hint(check, arg, prober.find(arg), spell))
     return hints
-
-
-def _fingerprints(evidence: Evidence) -> list[Hint]:
-    case = evidence.case
-    failing_ops = {n.op for n in evidence.result.nodes if n.status == "failed"}
-    candidates = [
-        f for f in relevant_faults(failing_ops or _used_ops(case)) if _plausible(f, evidence)
-    ]
-    return _reproducing(candidates, evidence)
-
-
-def _used_ops(case: Case) -> set[str]:
-    return {n.op.name for n in case.expression.op_nodes if n.op is not None}
-
-
-def _reproducing(faults: list[Fault], evidence: Evidence) -> list[Hint]:
-    """The hints of the `faults` that reproduce the engine's numbers on the case."""
-    case = evidence.case
-    # What a fault must change something against: TensorFlow's answer, or in float16 and
-    # bfloat16, where rounding alone tells engines apart, the builtin engine's own.
-    low = case.dtype in LOW_PRECISION
-    correct = _grads(evidence.builtin(), evidence) if low else evidence.reference.grads
-    return [
-        fault_hint(f, case, evidence.spelling) for f in faults if _reproduces(f, evidence, correct)
-    ]
-
-
-def _known(evidence: Evidence) -> list[Hint]:
-    """`--diagnose=first`: the run's fingerprints so far that reproduce this case too."""
-    assert evidence.result.forward is not None
-    if not (evidence.brief and evidence.known) or not evidence.result.forward.passed:
-        return []
-    relevant = {f.name for f in relevant_faults(_used_ops(evidence.case))}
-    names = [h.code.removeprefix("fault:") for h, _ in evidence.known]
-    faults = [FAULTS[n] for n in names if n in relevant and n in FAULTS]
-    return _reproducing(
-        [f for f in faults if f.driver is None or _fans_out(evidence.case)], evidence
-    )
-
-
-def _brief(evidence: Evidence, found: list[Hint]) -> str:
-    where = dict((h.code, origin) for h, origin in evidence.known)
-    said = "; ".join(f"{h.code}, found on {where[h.code]}" for h in found)
-    return (
-        f"diagnosed in brief: the run's cause {said}, reproduces this case too "
-        "(--diagnose=all probes every case in full)"
-    )
-
-
-def _plausible(fault: Fault, evidence: Evidence) -> bool:
-    """Whether the whole case is worth running with `fault` (each run costs a backward
-    pass): an op's fault only if it reproduced a node alone; a driver fault only where
-    it can make a difference, or shows (`no-upstream` fails every node alone)."""
-    nodes = evidence.result.nodes
-    if fault.driver == "no-upstream":
-        return bool(nodes) and all(n.status == "failed" for n in nodes)
-    if fault.driver is not None:  # accumulation and order matter only at a fan-out ...
-        found = evidence.driver  # ... and only where the intermediate gradients did not say
-        return _fans_out(evidence.case) and (found is None or found.mechanism == "unknown")
-    return evidence.node_faults is None or fault.name in evidence.node_faults
-
-
-def _fans_out(case: Case) -> bool:
-    uses = Counter(id(arg) for node in case.expression.op_nodes for arg in node.args)
-    return any(count > 1 for count in uses.values())
-
-
-def _grads(engine: BuiltinEngine, evidence: Evidence) -> dict[str, np.ndarray] | None:
-    case = evidence.case
-    assert evidence.engine is not None
-    try:
-        run = run_engine(
-            engine, case.expression, case.inputs, list(evidence.engine.grads), case.cotangent
-        )
-    except (EngineFailure, Unsupported):
-        return None  # the fault does not apply to these shapes, or to a user op without VJPs
-    return run.grads
-
-
-def _matches(a: dict[str, np.ndarray], b: dict[str, np.ndarray], evidence: Evidence) -> bool:
-    return all(compare(a[name], b[name], evidence.case.tolerance).passed for name in a)
-
-
-def _reproduces(fault: Fault, evidence: Evidence, correct: dict[str, np.ndarray] | None) -> bool:
-    """The fault gives the engine's numbers, and on this case it changes something at all.
-
-    A fault that changes nothing here (a batch-axes fault on 2-D inputs) would otherwise
-    "reproduce" an engine whose only difference from the reference is rounding.
-    """
-    assert evidence.engine is not None
-    faulty = _grads(FaultyEngine(fault, evidence.conventions), evidence)
-    if faulty is None or not _matches(faulty, evidence.engine.grads, evidence):
-        return False
-    return correct is None or not _matches(faulty, correct, evidence)
 
 
 def diagnose_run(run: RunResult, *, causes: bool = True) -> RunResult:

@@ -249,17 +249,19 @@ def _fitting(found: Adjoints, node: Node, got: np.ndarray) -> list[Story]:
 
 def _passed_on(found: Adjoints, node: Node, story: Story) -> bool | None:
     """Whether the story's consumer passed its share on to its other arguments: True when
-    one of them got it, False when one lacks exactly it, None when none tells."""
+    one of them got everything; False when one that only it uses got nothing of it (an
+    argument other consumers use too may lack its share for another reason, an overwrite
+    there); None when none tells."""
     consumer = story.consumer
     assert consumer is not None
     verdict = None
-    for position, arg in enumerate(consumer.args):
+    for arg in consumer.args:
         if arg is node or arg not in found.engine:
             continue
         if found.same(found.right[arg], found.engine[arg]):
             return True  # it got everything, this consumer's share included
-        without = found.right[arg] - found.right_share((consumer, position))
-        if found.same(without, found.engine[arg]):
+        only_here = all(c is consumer for c, _ in found.uses[arg])
+        if only_here and found.same(np.zeros_like(found.right[arg]), found.engine[arg]):
             verdict = False
     return verdict
 

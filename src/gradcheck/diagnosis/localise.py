@@ -145,9 +145,9 @@ def check_nodes(
     engine_factory: EngineFactory,
     reference_factory: ReferenceFactory = BuiltinEngine,
     rounding: str | None = None,
-    ops: set[str] | None = None,
+    only: Callable[[Node], bool] | None = None,
 ) -> list[NodeCheck]:
-    """Every op node checked alone (only those of `ops`, if given); `rounding`: a dtype
+    """Every op node checked alone (those `only` accepts, if given); `rounding`: a dtype
     (the engine's, when it computes in a lower precision than the case) whose rounding
     differences do not fail a node."""
     values = node_values(case)
@@ -156,7 +156,7 @@ def check_nodes(
     for node in case.expression.op_nodes:
         assert node.op is not None
         cotangent = rng.standard_normal(node.shape).astype(case.cotangent.dtype)
-        if ops is not None and node.op.name not in ops:
+        if only is not None and not only(node):
             continue
         inputs = {f"a{i}": values[arg] for i, arg in enumerate(node.args) if not arg.is_literal}
         check = NodeCheck(

@@ -126,11 +126,13 @@ def cite(cases: Sequence[CaseResult], causes: Sequence[RootCause]) -> None:
 
 
 def known(cases: Sequence[CaseResult]) -> list[tuple[Hint, str]]:
-    """The explanations the cases so far offer that another case can confirm cheaply (the
-    fingerprints, by running them), with the first case that offered each."""
+    """The explanations the cases so far offer that another case can confirm cheaply (a
+    fingerprint, by running it; a located driver mechanism, by locating that case's), with
+    the first case that offered each."""
     seen: dict[Key, tuple[Hint, str]] = {}
     for case in cases:
         for hint in explanations(case):
-            if hint.code.startswith("fault:"):
+            located = hint.code == "backprop-driver" and hint.mechanism not in (None, "unknown")
+            if hint.code.startswith("fault:") or located:
                 seen.setdefault(key(hint), (hint, case.id))
     return list(seen.values())
