@@ -4,6 +4,10 @@ declaration examples/custom_op/softplus_ops.py."""
 import re
 from pathlib import Path
 
+from typer.testing import CliRunner
+
+from gradcheck.cli import app
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -54,3 +58,16 @@ def test_readme_shows_an_example_of_each_mechanism_from_a_real_run():
         assert top.mechanism.split(":")[0] in mechanism, (spec, top.mechanism)
         parts = [p for p in message.split("…") if p.strip(" ()")]
         assert all(p.strip(" ()") in top.message for p in parts), (spec, top.message)
+
+
+def test_readme_run_level_summary_is_a_real_run(monkeypatch):
+    """The README's run diagnosis is what `gradcheck run` prints, to the summary line."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## The run as a whole", 1)[1]
+    shown = re.search(r"```text\n(run diagnosis:.*?)\n\n\d+ failed", section, re.S)
+    assert shown, "the README lost its run-level summary"
+    monkeypatch.chdir(ROOT)  # the paths in the report read as the README's
+    args = ["run", "cases/", "--engine", "tests/planted_engines.py:LeadingOnly", "-q"]
+    output = CliRunner().invoke(app, [*args, "--no-cache"], env={"COLUMNS": "88"}).output
+    printed = output[output.index("run diagnosis:") :].split("\n\n")[0]
+    assert [line.rstrip() for line in printed.splitlines()] == shown.group(1).splitlines()
