@@ -69,6 +69,13 @@ _TAPE = "tests/corpus/tape_bugs.py"
 _CLOSURE = "tests/corpus/closure_bugs.py"
 _TFOP = "tests/corpus/tfop_bugs.py"
 
+
+def _driver(engine: str, k: str, mechanism: str, node: str) -> Bug:
+    """A driver bug on a case of backprop.yaml; `not-zeroed` is said by stale-gradients."""
+    hint = "stale-gradients" if mechanism == "not-zeroed" else "backprop-driver"
+    return Bug(engine, f"{CASES}/backprop.yaml", k, hint, mechanism=mechanism, node=node)
+
+
 # fmt: off
 BUGS: list[Bug] = [
     # -- the fault catalogue (SPEC §6), every entry -----------------------------------
@@ -238,39 +245,28 @@ BUGS: list[Bug] = [
     Bug(f"{_TAPE}:MatmulUntransposed", f"{CASES}/errors.yaml", "nonsquare_2d",
         "op-vjp", op="matmul", arg=0, mechanism="fault:matmul.untransposed", status="error"),
     # -- the backward driver (SPEC §6.1): the node where it goes wrong, and how -------
-    *(Bug(f"{style}:{cls}", f"{CASES}/backprop.yaml", k, hint, mechanism=m, node=node)
+    *(_driver(f"{style}:{cls}", k, m, node)
       for style in (_TAPE, _CLOSURE)
-      for cls, k, hint, m, node in [
-          ("RecursiveBackward", "reused_after_exp", "backprop-driver", "per-path", "x"),
-          ("RecursiveBackward", "shared_non_leaf", "backprop-driver", "per-path", "x"),
-          ("RecursiveBackward", "reused_twice_by_one_op", "backprop-driver", "per-path", "a"),
-          ("RecursiveBackward", "product_used_twice", "backprop-driver", "per-path", "x"),
-          ("VisitedOnFirstPath", "reused_after_exp", "backprop-driver", "early-propagation",
-           "x"),
-          ("VisitedOnFirstPath", "shared_non_leaf", "backprop-driver", "early-propagation",
-           "x"),
-          ("AddsLaterSharesTwice", "fan_out_through_exp", "backprop-driver", "unknown", "x"),
+      for cls, k, m, node in [
+          ("RecursiveBackward", "reused_after_exp", "per-path", "x"),
+          ("RecursiveBackward", "shared_non_leaf", "per-path", "x"),
+          ("RecursiveBackward", "reused_twice_by_one_op", "per-path", "a"),
+          ("RecursiveBackward", "product_used_twice", "per-path", "x"),
+          ("VisitedOnFirstPath", "reused_after_exp", "early-propagation", "x"),
+          ("VisitedOnFirstPath", "shared_non_leaf", "early-propagation", "x"),
+          ("AddsLaterSharesTwice", "fan_out_through_exp", "unknown", "x"),
       ]),
-    *(Bug(f"{engine}", f"{CASES}/backprop.yaml", k, "backprop-driver",
-          mechanism="no-accumulate", node="x")
+    *(_driver(engine, k, "no-accumulate", "x")
       for engine in (f"{_TAPE}:OverwriteAtFanOut", f"{_CLOSURE}:NoAccumulate")
       for k in ("fan_out_through_exp", "twice_plus_exp")),  # the kept share either way
-    Bug(f"{_TAPE}:OverwriteAtFanOut", f"{CASES}/backprop.yaml", "reused_after_exp",
-        "backprop-driver", mechanism="no-accumulate", node="exp(x)"),
-    Bug(f"{_TAPE}:FirstInputOnly", f"{CASES}/backprop.yaml", "second_operand_chain",
-        "backprop-driver", mechanism="missed-node", node="y"),
-    Bug(f"{_CLOSURE}:ForwardOrder", f"{CASES}/backprop.yaml", "second_operand_chain",
-        "backprop-driver", mechanism="missed-node", node="y"),
-    Bug(f"{_CLOSURE}:ForwardOrder", f"{CASES}/backprop.yaml", "chain_sin_times",
-        "backprop-driver", mechanism="missed-node", node="x"),
-    Bug(f"{_TFOP}:TraversalOrder", f"{CASES}/backprop.yaml", "reused_after_exp",
-        "backprop-driver", mechanism="per-path", node="x"),
-    Bug(f"{_TAPE}:KeepsGradients", f"{CASES}/backprop.yaml", "chain_sin_times",
-        "stale-gradients", mechanism="not-zeroed", node="sin(x)"),
-    Bug(f"{_CLOSURE}:ZeroesLeavesOnly", f"{CASES}/backprop.yaml", "chain_sin_times",
-        "stale-gradients", mechanism="not-zeroed", node="sin(x)"),
-    Bug(f"{_CLOSURE}:StaleGradients", f"{CASES}/backprop.yaml", "chain_sin_times",
-        "stale-gradients", mechanism="not-zeroed", node="y"),
+    _driver(f"{_TAPE}:OverwriteAtFanOut", "reused_after_exp", "no-accumulate", "exp(x)"),
+    _driver(f"{_TAPE}:FirstInputOnly", "second_operand_chain", "missed-node", "y"),
+    _driver(f"{_CLOSURE}:ForwardOrder", "second_operand_chain", "missed-node", "y"),
+    _driver(f"{_CLOSURE}:ForwardOrder", "chain_sin_times", "missed-node", "x"),
+    _driver(f"{_TFOP}:TraversalOrder", "reused_after_exp", "per-path", "x"),
+    _driver(f"{_TAPE}:KeepsGradients", "chain_sin_times", "not-zeroed", "sin(x)"),
+    _driver(f"{_CLOSURE}:ZeroesLeavesOnly", "chain_sin_times", "not-zeroed", "sin(x)"),
+    _driver(f"{_CLOSURE}:StaleGradients", "chain_sin_times", "not-zeroed", "y"),
     # -- bugs the catalogue does not know: the other checks ----------------------------
     Bug(f"{_TAPE}:SigmoidForwardIsTanh", f"{CASES}/elementwise.yaml", "sigmoid_alone",
         "forward-mismatch"),
