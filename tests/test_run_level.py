@@ -334,3 +334,16 @@ def test_first_spares_a_case_the_node_checks_where_the_runs_driver_cause_locates
             whole.hints[0].node,
         )
         assert len(case.nodes) < len(whole.nodes)
+
+
+def test_the_python_api_takes_both_modes_and_reports_the_run_as_a_whole():
+    import gradcheck
+    from gradcheck.errors import UsageError
+
+    for mode in ("first", "all", True):
+        report = gradcheck.run(BROADCASTING, engine=PLANTED, diagnose=mode)
+        [cause] = report.root_causes
+        assert cause.hint.code == "fault:broadcast.leading-only"
+        assert report.summary["ops"]["add"]["passed"] == report.ops["add"].passed
+    with pytest.raises(UsageError):
+        gradcheck.run(BROADCASTING, engine=PLANTED, diagnose="some")
