@@ -588,7 +588,7 @@ FILE_ERRORS = {
         b"defaults:\n  expr: x\ncases: []\n",
         2,
         "unknown key 'expr' in defaults "
-        "(allowed: dtype, tolerance, cotangent, seed, tags, reference)",
+        "(allowed: dtype, tolerance, cotangent, seed, tags, reference, timeout)",
     ),
     "bad default": (b"defaults:\n  dtype: int8\ncases: []\n", 2, "dtype 'int8' is not supported"),
     "tag in defaults": (b"defaults:\n  seed: !!python/name:os.getpid\ncases: []\n", 2, "tag"),
@@ -606,9 +606,9 @@ def test_a_file_that_cannot_be_read_is_one_invalid_case(tmp_path, data, line, me
     assert message in invalid.message
 
 
-def test_an_unreadable_path_is_one_invalid_case(tmp_path):
+def test_a_folder_read_as_a_file_is_one_invalid_case(tmp_path):
     (invalid,) = load_file(tmp_path)
-    assert invalid.message.startswith("cannot read the file")
+    assert invalid.message.startswith("not a regular file (a folder)")
 
 
 def test_merge_keys_are_allowed_and_own_keys_win(tmp_path):

@@ -12,3 +12,13 @@ MAX_ELEMENTS = 10_000_000
 # first call, cached results) does not depend on the arrays' size, so cases with more
 # input elements than this ask once, and the small cases every suite has do the check.
 STALE_CHECK_LIMIT = 1_000_000
+
+# Totals, as multiples of the per-array limit (so --max-elements moves them too): the
+# values of every input and node of one case (what an engine's tape holds), and of
+# every case of one run (what a run computes at most).
+CASE_ELEMENTS = 5
+RUN_ELEMENTS = 100
+
+# Seconds an engine may spend on one case (and again on its diagnosis) in a worker
+# process before the worker is killed and the case reported as timed out.
+TIMEOUT = 60.0

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import math
+import threading
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..expression import Expression
+
+if TYPE_CHECKING:
+    from .inputs import RandomSpec
 
 # Per-dtype default tolerances, as torch.testing.assert_close uses: (rtol, atol).
 DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
@@ -48,19 +54,31 @@ class Tolerance:
         return cls(rtol, atol)
 
 
+# One lock for every case's first draw: the reference thread and the engine may both ask.
+_DRAWING = threading.Lock()
+
+
 @dataclass
 class Case:
-    """A valid case: its expression is parsed and shape-checked, its inputs resolved."""
+    """A valid case: its expression is parsed and shape-checked, its inputs checked.
+
+    `sources` holds each input as the case file gave it: an array, or the `RandomSpec`
+    it is drawn from; `cotangent_source` likewise. Random arrays are drawn when the case
+    first needs them (`inputs`, `cotangent`) and dropped by `release()`, so a run holds
+    the arrays of the cases it is running, not of every case it loaded. A case sent to
+    another process carries its sources, and is drawn there: the same bits, by
+    construction of the random streams (`cases.inputs`).
+    """
 
     name: str
     file: str
     line: int
     expr: str
     expression: Expression
-    inputs: dict[str, np.ndarray]
+    sources: dict[str, np.ndarray | RandomSpec]
     wrt: list[str]
     dtype: str
-    cotangent: np.ndarray
+    cotangent_source: np.ndarray | RandomSpec
     tolerance: Tolerance
     seed: int
     tolerance_given: bool = False  # set in the case file or on the command line
@@ -68,10 +86,50 @@ class Case:
     tags: list[str] = field(default_factory=list)
     description: str | None = None
     reference: str | None = None  # tensorflow | numeric | both; None: the run's --reference
+    timeout: float | None = None  # seconds for the engine, from `timeout:`; None: the run's
+    _drawn: tuple[dict[str, np.ndarray], np.ndarray] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     @property
     def location(self) -> str:
         return f"{self.file}:{self.line}"
+
+    @property
+    def inputs(self) -> dict[str, np.ndarray]:
+        return self._draw()[0]
+
+    @property
+    def cotangent(self) -> np.ndarray:
+        return self._draw()[1]
+
+    @property
+    def elements(self) -> int:
+        """How many input elements the case has, known without drawing them."""
+        return sum(math.prod(v.shape) for v in self.sources.values())
+
+    def release(self) -> None:
+        """Drop the drawn arrays; the next use draws them again, bit for bit."""
+        self._drawn = None
+
+    def _draw(self) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        drawn = self._drawn
+        if drawn is None:
+            from .inputs import draw_all
+
+            with _DRAWING:
+                if self._drawn is None:
+                    arrays = draw_all({**self.sources, _COTANGENT: self.cotangent_source})
+                    cotangent = arrays.pop(_COTANGENT)
+                    self._drawn = arrays, cotangent
+                drawn = self._drawn
+        return drawn
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_drawn": None}  # the sources travel, not what they draw
+
+
+_COTANGENT = "@cotangent"  # the cotangent's key among the arrays drawn: no input's name
 
 
 @dataclass

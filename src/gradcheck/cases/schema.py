@@ -79,6 +79,11 @@ def case_file_schema() -> dict[str, Any]:
             "description": "tensorflow, numeric (finite differences) or both; "
             "the run's --reference by default.",
         },
+        "timeout": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "description": "Seconds the engine may take on the case (--timeout; default 60).",
+        },
     }
     input_spec = {
         "type": "object",

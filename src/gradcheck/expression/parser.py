@@ -10,6 +10,7 @@ inferred here, so a shape error is found before anything runs, and it names the 
 from __future__ import annotations
 
 import ast
+import itertools
 from collections.abc import Mapping
 from typing import Any
 
@@ -65,12 +66,20 @@ class _Parser:
         self.input_shapes = {k: tuple(v) for k, v in input_shapes.items()}
         self.bindings: dict[str, Node] = {}
         self.operators = operator_ops()
+        # Each line as UTF-8 (ast's column offsets count bytes), and where it starts, so
+        # that a node's text is one slice: `ast.get_source_segment` splits the whole source
+        # again for every node, which made 20,000 bindings take minutes.
+        self.lines = [line.encode() for line in self.source.splitlines(keepends=True)]
+        self.starts = [0, *itertools.accumulate(len(line) for line in self.lines)]
+        self.raw = b"".join(self.lines)
 
     def parse(self) -> Expression:
         try:
             tree = ast.parse(self.source, mode="exec")
         except SyntaxError as e:
             raise ExpressionError(f"syntax error: {e.msg}", e.lineno or 1) from None
+        except ValueError as e:  # a NUL byte, on some Python versions
+            raise ExpressionError(f"syntax error: {e}") from None
         except (RecursionError, MemoryError):
             message = f"expression is nested more than {MAX_DEPTH} levels deep"
             raise ExpressionError(message) from None
@@ -110,8 +119,14 @@ class _Parser:
 
     # -- nodes -------------------------------------------------------------------------
     def _text(self, node: ast.AST) -> str:
-        segment = ast.get_source_segment(self.source, node) or ast.unparse(node)
-        return " ".join(segment.split())
+        """The node's source text, blanks runs made single spaces."""
+        try:
+            start = self.starts[node.lineno - 1] + node.col_offset
+            end = self.starts[node.end_lineno - 1] + node.end_col_offset  # type: ignore[operator]
+            segment = self.raw[start:end].decode()
+        except (AttributeError, IndexError, TypeError, UnicodeDecodeError):
+            segment = ""
+        return " ".join((segment or ast.unparse(node)).split())
 
     def _add(self, node: ast.AST, **fields: Any) -> Node:
         made = Node(index=len(self.nodes), text=self._text(node), line=node.lineno, **fields)
@@ -126,8 +141,7 @@ class _Parser:
         if isinstance(node, ast.Name):
             return self._name(node)
         if isinstance(node, ast.Constant) or _is_negative_number(node):
-            value = _number(node)
-            return self._add(node, shape=(), literal=float(value))
+            return self._add(node, shape=(), literal=_float(node))
         if isinstance(node, ast.BinOp):
             symbol = _BINOPS.get(type(node.op))
             if symbol is None:
@@ -230,6 +244,9 @@ class _Parser:
             shape = op.shape(shapes, **attrs) if op.variadic else op.shape(*shapes, **attrs)
         except ShapeError as e:
             raise ExpressionError(f"{text}: {e}", node.lineno) from None
+        except Exception as e:  # attributes of a kind no shape rule expected (a float axis)
+            message = f"{text}: {op.signature} cannot take these attributes ({type(e).__name__})"
+            raise ExpressionError(message, node.lineno) from None
         return self._add(node, shape=tuple(shape), op=op, args=tuple(args), attrs=attrs)
 
     def _index(self, node: ast.expr) -> tuple:
@@ -275,6 +292,15 @@ def _number(node: ast.expr) -> int | float:
             f"{ast.unparse(node)}: only numeric literals are allowed", node.lineno
         )
     return sign * value
+
+
+def _float(node: ast.expr) -> float:
+    try:
+        return float(_number(node))
+    except OverflowError:
+        raise ExpressionError(
+            "a literal is too large for a float; write it as 1e308 at most", node.lineno
+        ) from None
 
 
 def _literal(node: ast.expr, text: str) -> Any:
