@@ -10,7 +10,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-Status = Literal["passed", "failed", "error", "skipped", "invalid"]
+Status = Literal["passed", "failed", "error", "skipped", "invalid", "not run"]
+STATUSES: tuple[Status, ...] = ("passed", "failed", "error", "skipped", "invalid", "not run")
+# A run stopped by a signal exits 128 + the signal's number, as a shell reports it.
+SIGNAL_EXIT = {"SIGINT": 130, "SIGTERM": 143}
 Confidence = Literal["exact", "likely", "possible"]
 CONFIDENCE_RANK = {"exact": 0, "likely": 1, "possible": 2}
 
@@ -125,6 +128,7 @@ class CaseResult:
     reference: str = "tensorflow"  # the kind of reference it was checked against (SPEC §8)
     engine_dtype: str | None = None  # the dtype the engine returned its results in
     unsupported_ops: list[str] = field(default_factory=list)  # the ops that made it unsupported
+    captured: str = ""  # what the engine printed during the case (stdout and stderr), capped
 
     @property
     def passed(self) -> bool:
@@ -196,15 +200,17 @@ class RunResult:
     # The run's diagnosis (SPEC §6.2), made from the cases once they are all checked.
     root_causes: list[RootCause] = field(default_factory=list)
     ops: dict[str, OpRecord] = field(default_factory=dict)
+    interrupted: str | None = None  # the signal that stopped the run ("SIGINT", "SIGTERM")
 
     def count(self, status: str) -> int:
         return sum(1 for c in self.cases if c.status == status)
 
     @property
     def summary(self) -> dict[str, Any]:
-        counts = {s: self.count(s) for s in ("passed", "failed", "error", "skipped", "invalid")}
+        counts = {s.replace(" ", "_"): self.count(s) for s in STATUSES}
         return {
             **counts,
+            "interrupted": self.interrupted,
             "duration_s": round(self.duration_s, 3),
             "root_causes": [cause.to_dict() for cause in self.root_causes],
             "ops": {op: record.to_dict() for op, record in self.ops.items()},
@@ -219,7 +225,13 @@ class RunResult:
 
     @property
     def exit_code(self) -> int:
-        """SPEC §5: 2 for an invalid case file, else 1 for any failure or error, else 0."""
+        """SPEC §5: 2 for an invalid case file, else 1 for any failure or error, else 0.
+
+        Computed from the cases' reports alone, so nothing an engine does sets it. A run
+        stopped by SIGINT or SIGTERM exits 130 or 143 whatever it found before.
+        """
+        if self.interrupted:
+            return SIGNAL_EXIT.get(self.interrupted, 1)
         if self.count("invalid"):
             return 2
         if self.count("failed") or self.count("error"):

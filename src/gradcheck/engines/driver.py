@@ -241,13 +241,43 @@ def _build_call(what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) ->
         raise
 
 
+# Told what each engine call is about to do (`what`), so a worker can say where its engine
+# hung or died ("timed out after 60 s in grad()"). None outside a worker.
+_call_listener: Callable[[str], None] | None = None
+
+
+def listen_to_calls(listener: Callable[[str], None] | None) -> None:
+    global _call_listener
+    _call_listener = listener
+
+
 def call_engine(what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Call into an engine; whatever it raises becomes an `EngineFailure` saying `what`."""
+    """Call into an engine; whatever it raises becomes an `EngineFailure` saying `what`.
+
+    `SystemExit` too: an engine that calls `sys.exit` has failed that call, it does not
+    get to end the run.
+    """
+    if _call_listener is not None:
+        _call_listener(what)
     try:
         return fn(*args, **kwargs)
-    except Exception as e:
-        message = f"{what} raised {type(e).__name__}: {e}"
-        raise EngineFailure(message, traceback_tail(e), what) from e
+    except (Exception, SystemExit) as e:
+        raise EngineFailure(f"{what} raised {describe(e)}", traceback_tail(e), what) from e
+
+
+def describe(error: BaseException) -> str:
+    """`TypeName: message`, even for an exception whose `__str__` raises."""
+    if isinstance(error, SystemExit):
+        return f"SystemExit (the engine called sys.exit({safe_str(error.code)}))"
+    return f"{type(error).__name__}: {safe_str(error)}"
+
+
+def safe_str(value: object) -> str:
+    """`str(value)`, or a placeholder when an engine's object cannot say what it is."""
+    try:
+        return str(value)
+    except Exception:
+        return f"<{type(value).__name__} whose str() raised>"
 
 
 def traceback_tail(error: BaseException, frames: int = TRACEBACK_FRAMES) -> str:
@@ -274,19 +304,27 @@ def as_array(value: Any, what: str) -> np.ndarray:
         array = np.asarray(value)
         if array.dtype.type in _NUMPY_FLOATS:
             return array.copy()  # an engine may go on to change the array it returned
+        if array.dtype.kind == "c":
+            raise EngineFailure(
+                f"{what} returned complex values ({array.dtype}); gradients are real numbers"
+            )
         # Integers, booleans and bfloat16 become float64; so do strings and objects
-        # that hold numbers, and this conversion refuses those that do not.
+        # that hold numbers, and this conversion refuses those that do not (a complex
+        # number among them included).
         return np.array(value, dtype=np.float64)
-    except (TypeError, ValueError) as e:
+    except EngineFailure:
+        raise
+    except Exception as e:  # whatever an engine's array-like raises while being read
         raise EngineFailure(
-            f"{what} returned {type(value).__name__}, which is not a numeric array ({e})"
+            f"{what} returned {type(value).__name__}, which is not a real numeric array "
+            f"({describe(e)})"
         ) from None
 
 
 def check_grads(result: Any, names: Sequence[str], what: str = "grad") -> dict[str, np.ndarray]:
     """An engine's gradients (from its `what` method) by wrt name, or an `EngineFailure`."""
     if isinstance(result, (list, tuple)):
-        grads = list(result)
+        grads = call_engine(f"reading {what}'s result", list, result)
     else:
         raise EngineFailure(
             f"{what} returned {type(result).__name__}; expected a list of {len(names)} arrays, "

@@ -124,6 +124,10 @@ class Op:
         texts = self.tf_rules if spelling == "tensorflow" else self.rules
         return texts[0 if self.variadic else i] if texts else None
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # By name: an op crosses to a worker process whose registry declares it too.
+        return get_op, (self.name,)
+
     def resolve_attrs(self, given: Mapping[str, Any]) -> dict[str, Any]:
         """The op's attributes with defaults filled in; unknown names raise `ShapeError`."""
         unknown = sorted(set(given) - set(self.attrs))
