@@ -156,14 +156,14 @@ def test_everything_that_determines_the_reference_changes_the_key(cases: list[Ca
     x = case.inputs["x"].copy()
     x[0, 0] += 1e-12
     variants = {
-        "input value": dataclasses.replace(case, inputs={**case.inputs, "x": x}),
+        "input value": dataclasses.replace(case, sources={**case.inputs, "x": x}),
         "input dtype": dataclasses.replace(
-            case, inputs={**case.inputs, "x": case.inputs["x"].astype(np.float32)}
+            case, sources={**case.inputs, "x": case.inputs["x"].astype(np.float32)}
         ),
         "input shape": dataclasses.replace(
-            case, inputs={**case.inputs, "x": case.inputs["x"].reshape(4, 3)}
+            case, sources={**case.inputs, "x": case.inputs["x"].reshape(4, 3)}
         ),
-        "cotangent": dataclasses.replace(case, cotangent=case.cotangent * 2),
+        "cotangent": dataclasses.replace(case, cotangent_source=case.cotangent * 2),
         "dtype": dataclasses.replace(case, dtype="float32"),
         "expr": dataclasses.replace(case, expr="x * sin(y) ", expression=case.expression),
         "wrt": dataclasses.replace(case, wrt=["x"]),
@@ -181,7 +181,7 @@ def test_everything_that_determines_the_reference_changes_the_key(cases: list[Ca
 def test_a_changed_case_misses(tmp_path: Path, cases: list[Case]) -> None:
     cache = ReferenceCache(tmp_path / "c")
     reference_run(cases[0], RunOptions(cache=cache))
-    changed = dataclasses.replace(cases[0], cotangent=-cases[0].cotangent)
+    changed = dataclasses.replace(cases[0], cotangent_source=-cases[0].cotangent)
     got = reference_run(changed, RunOptions(cache=cache))
     assert (cache.hits, cache.misses) == (0, 2)
     assert_same_reference(got, reference_run(changed))

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import yaml
 
+import gradcheck.checking as checking
 import gradcheck.diagnosis as diagnosis
-import gradcheck.runner as runner
 from gradcheck.cases import Case, load_file
 from gradcheck.diagnosis import fingerprints, patterns, rank
 from gradcheck.diagnosis.faults import FAULTS, FaultyEngine
@@ -546,13 +546,13 @@ def test_a_passing_case_gets_no_hints(tmp_path):
 
 def test_diagnosis_runs_only_on_failing_cases(tmp_path, monkeypatch):
     calls: list[str] = []
-    real = runner.diagnose
+    real = checking.diagnose
 
     def spy(evidence):
         calls.append(evidence.case.name)
         return real(evidence)
 
-    monkeypatch.setattr(runner, "diagnose", spy)
+    monkeypatch.setattr(checking, "diagnose", spy)
     good = make_case(tmp_path, "x * y", XY, name="good")
     bad = make_case(tmp_path, "x - y", XY, name="bad")
     results = run([good, bad], lambda: FaultyEngine(FAULTS["sub.sign"]), RunOptions()).cases

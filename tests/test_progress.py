@@ -112,6 +112,7 @@ def test_case_durations_leave_out_tensorflows_import(tmp_path):
         """
         import json, sys, time
         from gradcheck import runner
+        from gradcheck.engines import tensorflow
         from gradcheck.cases import load_file
         from gradcheck.engines.builtin import BuiltinEngine
 
@@ -120,7 +121,8 @@ def test_case_durations_leave_out_tensorflows_import(tmp_path):
         started = time.perf_counter()
         result = runner.check_case(case, BuiltinEngine)
         wall = time.perf_counter() - started
-        print(json.dumps([result.status, wall, result.duration_s, runner._startup_s]))
+        begun, ended = tensorflow.import_span
+        print(json.dumps([result.status, wall, result.duration_s, ended - begun]))
         """
     )
     path = write_cases(tmp_path, 1)

@@ -173,6 +173,8 @@ def test_json_has_every_spec_key_with_the_right_types(run: RunResult) -> None:
         "error": 1,
         "skipped": 1,
         "invalid": 1,
+        "not_run": 0,
+        "interrupted": None,
         "duration_s": 0.841,
         "root_causes": [],  # the run's diagnosis: this run was never diagnosed as a whole
         "ops": {},

@@ -1,10 +1,26 @@
-"""Atomic file writes: a reader sees the old file or the new one, never half of one."""
+"""Writing files that others read: atomically where that is safe, never replacing what must stay.
+
+`write_atomic` (cache entries, reports into regular files): a temporary file beside the
+target, renamed over it, so a reader sees the old file or the new one, never half of
+one. A temporary file is removed if the write fails or is interrupted (SIGINT, SIGTERM);
+one left by a killed process is swept by a later write once it is `STALE_S` old.
+
+`write_report` (``--output``): follows symlinks and writes what they point to; a target
+that is not a regular file (a device such as /dev/null, a FIFO, /dev/stdout) is opened
+and written, never replaced by a file of its own.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 import tempfile
+import time
 from pathlib import Path
+
+STALE_S = 3600.0  # a temporary file this old belongs to no write still going on
+_SPECIAL = ("/dev/", "/proc/")  # where a path names an open file or a device, never a file
 
 
 def _umask() -> int:
@@ -17,6 +33,7 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode() if isinstance(data, str) else data
+    sweep_stale(target.parent, f".{target.name}.")
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -28,3 +45,36 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def sweep_stale(directory: Path, prefix: str = ".") -> None:
+    """Remove `write_atomic`'s temporary files in `directory` left by killed processes."""
+    cutoff = time.time() - STALE_S
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(directory):
+            if entry.name.startswith(prefix) and entry.name.endswith(".tmp"):
+                with contextlib.suppress(OSError):
+                    if entry.is_file(follow_symlinks=False) and entry.stat().st_mtime < cutoff:
+                        os.unlink(entry.path)
+
+
+def write_report(path: str | os.PathLike[str], data: str | bytes) -> None:
+    """Write `data` where `path` points; `OSError` saying why when it cannot be written."""
+    raw = data.encode() if isinstance(data, str) else data
+    if not os.fspath(path):
+        raise FileNotFoundError(2, "no file name given")
+    real = os.path.realpath(path)
+    try:
+        mode = os.stat(path).st_mode  # through every symlink, /proc's magic ones included
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise IsADirectoryError(21, "is a folder")
+    special = os.path.abspath(path).startswith(_SPECIAL) or real.startswith(_SPECIAL)
+    if special or (mode is not None and not stat.S_ISREG(mode)):
+        # Append, not truncate: /dev/stdout may be the file a shell redirected stdout to.
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOCTTY", 0))
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+        return
+    write_atomic(real, raw)

@@ -40,6 +40,7 @@ import functools
 import hashlib
 import io
 import json
+import math
 import os
 import re
 import sys
@@ -49,8 +50,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .atomic import write_atomic
+from .atomic import sweep_stale, write_atomic
 from .cases.model import Case
+from .cases.reading import read_bounded
 from .engines.driver import EngineFailure, EngineRun
 from .engines.tensorflow import installed_version
 
@@ -61,6 +63,7 @@ FORMAT = 1
 MAGIC = b"gradcheck-reference"
 SUFFIX = ".ref"
 FILL_HINT = "run `gradcheck run` without --require-cache on a machine with TensorFlow to fill it"
+LOCK_FILE = "gradcheck.lock"  # in the cache's folder; see `lock`
 
 
 class ReferenceNotCached(EngineFailure):
@@ -199,6 +202,14 @@ def _load_array(blob: bytes, dtype_name: str) -> np.ndarray:
     return array
 
 
+def largest_entry(case: Case) -> int:
+    """The most bytes an entry of `case`'s reference can hold: float64 arrays of the output's
+    and every wrt node's shape (and a numeric reference's masks beside the gradients), with
+    generous room for headers."""
+    shapes = [case.expression.output.shape, *(case.expression.lookup(n).shape for n in case.wrt)]
+    return 16 * sum(math.prod(shape) for shape in shapes) + 8192 * len(shapes) + (1 << 16)
+
+
 def _newest_version(directory: Path) -> str | None:
     """The newest TensorFlow version the cache holds entries for (TensorFlow not installed)."""
     try:
@@ -228,13 +239,35 @@ class ReferenceCache:
         *,
         tensorflow_version: str | None = None,
         warn: Callable[[str], None] = _print_warning,
+        read_only: bool = False,
     ) -> None:
         self.directory = Path(directory)
         self._given_version = tensorflow_version
         self._warn = warn
         self.warned = False
-        self.writable = True
+        self.read_only = read_only
+        self.writable = not read_only
+        self.swept = False
         self.hits = self.misses = self.stores = self.corrupt = 0
+
+    @cached_property
+    def lock(self) -> dict[str, str] | None:
+        """The lock's key -> entry digest, when `read_only` and the lock file exists."""
+        if not self.read_only:
+            return None
+        from .lock import LockError, read_lock
+
+        try:
+            return read_lock(self.directory / LOCK_FILE)
+        except FileNotFoundError:
+            self.warn(
+                f"no lock ({self.directory / LOCK_FILE}): the cached references are used "
+                "as they are; `gradcheck cache lock` writes one for review"
+            )
+            return None
+        except (OSError, LockError) as e:
+            self.warn(f"cannot read the lock {self.directory / LOCK_FILE} ({e}); it locks nothing")
+            return {}
 
     @cached_property
     def installed_version(self) -> str | None:
@@ -276,20 +309,41 @@ class ReferenceCache:
         if path is None:
             return None
         try:
-            raw = path.read_bytes()
+            raw = read_bounded(path, largest_entry(case))
         except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as e:
-            self.warn(f"cannot read the reference cache ({e}); computing references instead")
+            self.warn(f"cannot read the reference cache entry {path} ({e}); computing it instead")
             return None
+        if self.lock is not None:
+            self._check_locked(path, raw)
         try:
             return decode_entry(raw, path.stem)
         except CorruptEntry as e:
             self.corrupt += 1
             self.warn(f"corrupt reference cache entry {path} ({e}); recomputing it")
-            with contextlib.suppress(OSError):  # `put` replaces it anyway
-                path.unlink()
+            if not self.read_only:
+                with contextlib.suppress(OSError):  # `put` replaces it anyway
+                    path.unlink()
             return None
+
+    def _check_locked(self, path: Path, raw: bytes) -> None:
+        """`ReferenceNotCached` unless the lock lists this entry, exactly as it is."""
+        assert self.lock is not None
+        lock = self.directory / LOCK_FILE
+        locked = self.lock.get(path.stem)
+        if locked is None:
+            raise ReferenceNotCached(
+                f"the cached reference {path} is not in the lock {lock}, so --require-cache "
+                "refuses it; review the entry (`gradcheck cache verify`) and run "
+                "`gradcheck cache lock`"
+            )
+        if hashlib.sha256(raw).hexdigest() != locked:
+            raise ReferenceNotCached(
+                f"the cached reference {path} differs from the one locked in {lock}: it was "
+                "changed after it was locked, so --require-cache refuses it; "
+                "`gradcheck cache verify` recomputes it with TensorFlow"
+            )
 
     def put(self, case: Case, run: EngineRun, kind: str = "tensorflow") -> None:
         """Store a reference just computed (by the installed TensorFlow, for that kind)."""
@@ -299,6 +353,9 @@ class ReferenceCache:
         path = self.path(case, kind)
         if path is None:
             return
+        if not self.swept:  # temporary files that killed runs left behind
+            self.swept = True
+            sweep_stale(path.parent)
         try:
             write_atomic(path, encode_entry(path.stem, version, run))
         except Exception as e:  # full, read-only, not a directory: the run goes on uncached

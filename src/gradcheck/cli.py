@@ -1,11 +1,14 @@
 """The command line (SPEC §5).
 
 Exit codes: 0 every case passed or was skipped; 1 a gradient or forward mismatch, or an
-engine error; 2 a usage error or an invalid case file (after every problem is reported).
-`fuzz` (SPEC §10): 1 when it found a bug, 0 when none in its budget, 2 a usage error.
-Reports go to stdout, problems with the command line to stderr. TensorFlow is imported
-only by `run`, and only when a case needs a reference the cache (`--cache-dir`, default
-`.gradcheck_cache/`) does not hold; under `--require-cache` such a case is an error (exit 1).
+engine error; 2 a usage error, an invalid case file (after every problem is reported) or
+a report that cannot be written (after the terminal report); 130 or 143 a run stopped by
+SIGINT or SIGTERM (after the report of what it checked). Reports go to stdout, problems
+with the command line to stderr. TensorFlow is imported only by `run`, in the background
+from its start, and only when a case may need a reference the cache (`--cache-dir`,
+default `.gradcheck_cache/`) does not hold; under `--require-cache` such a case is an
+error (exit 1). `fuzz` (SPEC §10): 1 when it found a bug, 0 when none in its budget, 2 a
+usage error.
 """
 
 from __future__ import annotations
@@ -14,6 +17,9 @@ import contextlib
 import enum
 import functools
 import json
+import os
+import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
@@ -22,7 +28,7 @@ import typer
 from typer.core import TyperCommand
 
 from . import __version__
-from .defaults import MAX_ELEMENTS, STALE_CHECK_LIMIT
+from .defaults import MAX_ELEMENTS, STALE_CHECK_LIMIT, TIMEOUT
 from .errors import GradcheckError
 
 app = typer.Typer(
@@ -42,6 +48,11 @@ class Reference(str, enum.Enum):
     tensorflow = "tensorflow"
     numeric = "numeric"  # finite differences of the NumPy forward; never imports TensorFlow
     both = "both"
+
+
+class Isolate(str, enum.Enum):
+    process = "process"
+    none = "none"
 
 
 class Format(str, enum.Enum):
@@ -216,60 +227,199 @@ def run(
     require_cache: Annotated[
         bool,
         typer.Option(
-            help="A reference missing from the cache is an error (exit 1) instead of being "
-            "computed: for a CI that commits the cache and does not install TensorFlow."
+            help="A reference missing from the cache (or from its lock, when there is one) "
+            "is an error (exit 1) instead of being computed: for a CI that commits the "
+            "cache and does not install TensorFlow. Nothing in the cache is changed."
         ),
     ] = False,
+    isolate: Annotated[
+        Isolate | None,
+        typer.Option(
+            help="Where the engine runs: process (worker processes; a crash, hang or exit "
+            "is that case's error) or none (this process: for pdb) "
+            "[default: process; none for the builtin engine].",
+            show_default=False,
+        ),
+    ] = None,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            help="Seconds the engine may take on one case (and again on its diagnosis) in "
+            "a worker before the case is an error; a case's `timeout:` wins.",
+            min=0.001,
+            metavar="S",
+        ),
+    ] = TIMEOUT,
 ) -> None:
     """Check every case against TensorFlow (or finite differences: --reference)."""
-    from .cache import ReferenceCache
     from .cases import load_paths
-    from .report import render, to_github, to_html, to_json, to_junit
-    from .runner import RunOptions
-    from .runner import run as run_cases
+    from .engines.tensorflow import python_stderr_kept
+    from .interrupts import Interrupted, handled
+    from .runner import RunOptions, default_isolation, needs_tensorflow, prefetch_tensorflow
 
     if require_cache and not cache:
         raise GradcheckError("--require-cache needs the cache; drop --no-cache")
-    _load_ops(ops_files)
-    items = load_paths(
-        paths or DEFAULT_PATHS, keyword=keyword, max_elements=max_elements, rtol=rtol, atol=atol
-    )
-    factory = _engine(engine)
-    options = RunOptions(
-        strict=strict,
-        fail_fast=fail_fast,
-        diagnose=False if no_diagnose else diagnose.value,
-        cache=ReferenceCache(cache_dir) if cache else None,
-        require_cache=require_cache,
-        stale_check_limit=stale_check_limit or None,
-        reference=reference.value,
-    )
-    console = _console()
-    into_file = _file_format(format, output) if output is not None else None
-    rich_to_stdout = format not in FILE_FORMATS or output is not None
-    with _progress(console, len(items), show=rich_to_stdout) as on_result:
-        result = run_cases(items, factory, options, on_result=on_result)
+    with handled(), python_stderr_kept():
+        options = RunOptions(
+            strict=strict,
+            fail_fast=fail_fast,
+            diagnose=False if no_diagnose else diagnose.value,
+            cache=_cache(cache_dir if cache else None, read_only=require_cache),
+            require_cache=require_cache,
+            stale_check_limit=stale_check_limit or None,
+            reference=reference.value,
+            isolate=isolate.value if isolate else default_isolation(engine),
+            timeout=timeout,
+        )
+        if needs_tensorflow(options):
+            prefetch_tensorflow()  # at once: it imports while the files load
+        try:
+            _load_ops(ops_files)
+            items = load_paths(
+                paths or DEFAULT_PATHS,
+                keyword=keyword,
+                max_elements=max_elements,
+                rtol=rtol,
+                atol=atol,
+            )
+            engine_arg = engine if options.isolate == "process" else _engine(engine)
+        except Interrupted as stop:
+            _err(f"gradcheck: interrupted by {stop.signal} before any case ran")
+            raise typer.Exit(_signal_exit(stop.signal)) from None
+        output = (
+            Path(os.path.abspath(output)) if output is not None else None
+        )  # an engine may chdir
+        report = _Report(format, output, verbose=verbose, quiet=quiet, durations=durations)
+        report.run(items, engine_arg, options)
 
-    writers = {
-        Format.json: lambda: to_json(result, tool_version=__version__, verbose=verbose),
-        Format.junit: lambda: to_junit(result),
-        Format.github: lambda: to_github(result),
-        Format.html: lambda: to_html(result, tool_version=__version__),
-    }
-    if output is not None:
-        from .atomic import write_atomic
+
+def _signal_exit(signal_name: str) -> int:
+    from .results import SIGNAL_EXIT
+
+    return SIGNAL_EXIT.get(signal_name, 1)
+
+
+class _Report:
+    """Run the cases with a progress bar, then write the reports: the terminal's, and the
+    one `--output` names. A report that cannot be written exits 2, after the terminal's."""
+
+    def __init__(self, format: Format | None, output: Path | None, **settings) -> None:
+        self.format = format
+        self.output = output
+        self.into_file = _file_format(format, output) if output is not None else None
+        self.verbose = settings["verbose"]
+        self.quiet = settings["quiet"]
+        self.durations = settings["durations"]
+        self.console = _console()
+        self.rich_to_stdout = format not in FILE_FORMATS or output is not None
+
+    def run(self, items, engine, options) -> None:
+        from .interrupts import quiet
+        from .runner import run as run_cases
+
+        with _progress(self.console, len(items), show=self.rich_to_stdout) as on_result:
+            result = run_cases(items, engine, options, on_result=on_result)
+        with quiet():  # a second ^C must not cut the report short
+            problem = self.write(result)
+        if problem:
+            _err(f"gradcheck: error: {problem}")
+        code = result.exit_code
+        raise typer.Exit(code if result.interrupted or not problem else EXIT_USAGE)
+
+    def write(self, result) -> str | None:
+        """Every report; what went wrong writing the `--output` one, if anything."""
+        from .report import render, to_github, to_html, to_json, to_junit
+
+        format, into_file, verbose = self.format, self.into_file, self.verbose
+        writers = {
+            Format.json: lambda: to_json(result, tool_version=__version__, verbose=verbose),
+            Format.junit: lambda: to_junit(result),
+            Format.github: lambda: to_github(result),
+            Format.html: lambda: to_html(result, tool_version=__version__),
+        }
+        if self.rich_to_stdout:
+            render(result, self.console, verbose=verbose, quiet=self.quiet)
+            if format is Format.github and into_file is not Format.github:
+                typer.echo(writers[format](), nl=False)  # people read the report, the runner these
+        else:
+            typer.echo(writers[format]())
+        if self.durations is not None:
+            _print_durations(result, self.durations, stderr=not self.rich_to_stdout)
+        if self.output is None:
+            return None
+        from .atomic import write_report
 
         text = writers[into_file]() if into_file in writers else _plain_report(result, verbose)
-        write_atomic(output, text)
-    if rich_to_stdout:
-        render(result, console, verbose=verbose, quiet=quiet)
-        if format is Format.github and into_file is not Format.github:
-            typer.echo(writers[format](), nl=False)  # people read the report, the runner these
-    else:
-        typer.echo(writers[format]())
-    if durations is not None:
-        _print_durations(result, durations, stderr=not rich_to_stdout)
-    raise typer.Exit(result.exit_code)
+        try:
+            write_report(self.output, text)
+        except OSError as e:
+            return f"cannot write the report to {self.output}: {e.strerror or e}"
+        return None
+
+
+cache_app = typer.Typer(
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="Review the reference cache: recompute entries, lock them for review.",
+)
+app.add_typer(cache_app, name="cache")
+CacheDir = Annotated[Path, typer.Option(help="The reference cache's folder.")]
+
+
+@cache_app.command("verify")
+@boundary
+def cache_verify(
+    paths: Paths = None,
+    cache_dir: CacheDir = Path(".gradcheck_cache"),
+    sample: Annotated[
+        int | None,
+        typer.Option(help="Recompute only N entries, drawn at random.", metavar="N", min=1),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the sample.")] = 0,
+) -> None:
+    """Recompute the cached references of the cases with TensorFlow; exit 1 if any differ.
+
+    Also reports entries missing from the cache's lock or changed since they were locked.
+    Nothing in the cache is changed.
+    """
+    from .cache import ReferenceCache
+    from .lock import verify
+
+    found = verify(
+        _valid_cases(paths), ReferenceCache(cache_dir, read_only=True), sample=sample, seed=seed
+    )
+    for case, problem in found.differ:
+        typer.echo(f"DIFFERS {case.location}::{case.name}: the entry {problem}")
+    typer.echo(
+        f"{len(found.checked)} cached references recomputed, {len(found.differ)} differ"
+        + (f"; {len(found.not_cached)} cases have none cached" if found.not_cached else "")
+    )
+    raise typer.Exit(1 if found.differ else EXIT_OK)
+
+
+@cache_app.command("lock")
+@boundary
+def cache_lock(paths: Paths = None, cache_dir: CacheDir = Path(".gradcheck_cache")) -> None:
+    """Write the cache's lock (gradcheck.lock in the cache folder): a text manifest of the
+    cases' cached references, which --require-cache then holds the cache to. Commit it
+    and review changes to it."""
+    from .cache import ReferenceCache
+    from .lock import write_lock
+
+    done = write_lock(_valid_cases(paths), ReferenceCache(cache_dir, read_only=True))
+    for case, why in done.missing:
+        _err(f"not locked: {case.location}::{case.name} ({why})")
+    typer.echo(f"locked {len(done.locked)} references in {done.path}")
+
+
+def _valid_cases(paths: list[Path] | None) -> list:
+    from .cases import Case, load_paths
+
+    items = load_paths(paths or DEFAULT_PATHS)
+    for item in items:
+        if not isinstance(item, Case):
+            _err(f"{item.location}: {item.message}")
+    return [item for item in items if isinstance(item, Case)]
 
 
 class FuzzFormat(str, enum.Enum):
@@ -651,10 +801,14 @@ def _load_ops(paths: list[Path] | None) -> None:
         load_ops_files(paths)
 
 
-def _cache(directory: Path | None):
+def _cache(directory: Path | None, *, read_only: bool = False):
+    """The reference cache in `directory` (absolute: an engine running in this process may
+    change the working directory), or None; `read_only` for --require-cache."""
     from .cache import ReferenceCache
 
-    return ReferenceCache(directory) if directory is not None else None
+    if directory is None:
+        return None
+    return ReferenceCache(Path(os.path.abspath(directory)), read_only=read_only)
 
 
 def _engine(spec: str):
@@ -667,7 +821,8 @@ def _console():
     from rich.console import Console
 
     # emoji=False: `cases/x.yaml:100::name` must not print as `cases/x.yaml💯:name`.
-    return Console(highlight=False, emoji=False)
+    # file: bound now, as an engine running in this process has sys.stdout captured.
+    return Console(file=sys.stdout, highlight=False, emoji=False)
 
 
 def _plain_report(result, verbose: bool) -> str:
@@ -688,4 +843,22 @@ def _err(message: str) -> None:
 
 def main() -> None:
     """Console-script entry point."""
-    app()
+    try:
+        app()
+    except SystemExit as done:
+        _exit(done.code)
+    _exit(0)
+
+
+def _exit(code: object) -> None:
+    """Exit with `code`, even when an engine running in this process left a thread behind
+    (which would keep the interpreter from ever exiting)."""
+    lingering = [
+        t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon
+    ]
+    if not lingering:
+        sys.exit(code)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code if isinstance(code, int) else 0 if code is None else 1)

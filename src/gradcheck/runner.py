@@ -1,341 +1,423 @@
-"""The pipeline one case flows through: reference and engine runs, comparison, diagnosis.
+"""The pipeline a run's cases flow through: reference and engine side by side, then the
+verdict (here, always) and the diagnosis (where the engine runs).
 
-`check_case` turns a loaded case into a `CaseResult`; `run` does it for a list of cases
-and never lets one case's trouble stop the others.
+`run` checks a list of cases and overlaps the work. TensorFlow computes references on a
+thread of its own, a few cases ahead, its import started at once (`prefetch_tensorflow`);
+meanwhile the engine runs in a worker process (``isolate="process"``) or on this thread
+(``"none"``). `Checker` checks one case at a time with a long-lived engine side (the
+pytest plugin), `check_case` a single case (the Python API's `check`).
+
+Nothing a case's engine does stops the others: it becomes that case's `error`. A run
+interrupted by SIGINT or SIGTERM (`interrupts`) reports the cases it finished and marks
+the rest `not run`. The exit code is computed from the reports alone (`RunResult`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from typing import Literal
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
-import numpy as np
-
+from . import interrupts
 from .cache import ReferenceCache, ReferenceNotCached
-from .cases.model import LOW_PRECISION, Case, InvalidCase
-from .comparison.compare import compare
-from .comparison.trust import disagreements, judged_part, nothing_judged, tolerance
-from .defaults import STALE_CHECK_LIMIT
-from .diagnosis import Evidence, diagnose, diagnose_run
-from .diagnosis.conventions import declared_conventions, follow_conventions, note_conventions
-from .diagnosis.root_causes import known
-from .engines.adapters import engine_name
-from .engines.driver import (
-    EngineFailure,
-    EngineRun,
-    Unsupported,
-    call_engine,
-    run_engine,
-    traceback_tail,
-)
-from .engines.numeric import LABEL as NUMERIC_LABEL
-from .engines.numeric import numeric_reference
+from .cases.model import Case, InvalidCase
+from .checking import EngineOutcome, error, expect_problems, mismatched, new_result, verdict
+from .defaults import STALE_CHECK_LIMIT, TIMEOUT
+from .engines import tensorflow as tensorflow_module
+from .engines.adapters import engine_spec, load_engine
+from .engines.driver import EngineFailure, EngineRun, Unsupported, run_engine
 from .engines.protocol import EngineFactory
-from .engines.tensorflow import (
-    TensorFlowEngine,
-    load_tensorflow,
-    reference_label,
-    silenced_stderr,
-)
-from .results import CaseResult, Hint, InputResult, RunResult
+from .engines.tensorflow import TensorFlowEngine, load_tensorflow, reference_label, silenced_stderr
+from .errors import UsageError
+from .results import CaseResult, RunResult
+from .workers.engines import InProcess, Isolated, Ticket
+from .workers.messages import WorkerInit
+from .workers.pool import WorkerLost
+
+Isolation = Literal["process", "none"]
+# References computed ahead of the case being checked: at most this many cases, holding
+# at most this many input elements (a large case's are computed when it comes).
+AHEAD_CASES, AHEAD_ELEMENTS = 8, 1_000_000
 
 
 @dataclass(frozen=True)
 class RunOptions:
     strict: bool = False  # an unsupported case fails instead of being skipped
     fail_fast: bool = False
-    # False: compare only. True or "first": a case that a fingerprint found on an earlier
-    # case reproduces is not probed again. "all": every failing case in full.
-    diagnose: bool | Literal["first", "all"] = True
-    cache: ReferenceCache | None = None  # references kept between runs
+    diagnose: bool = True
+    cache: ReferenceCache | None = None  # TensorFlow's results kept between runs
     require_cache: bool = False  # a reference missing from `cache` is an error, not computed
     stale_check_limit: int | None = STALE_CHECK_LIMIT  # input elements; None: every case
-    reference: str = "tensorflow"  # tensorflow | numeric | both, where a case sets none
+    isolate: Isolation = "none"  # where the engine runs: worker processes, or this one
+    timeout: float = TIMEOUT  # seconds per case in a worker (a case's `timeout:` wins)
+    workers: int = 1  # worker processes (isolate="process")
+    # Files or modules a worker imports before the engine (op declarations, say).
+    imports: tuple[str, ...] = field(default_factory=tuple)
 
 
 def reference_run(case: Case, options: RunOptions = RunOptions()) -> EngineRun:
-    """The case's reference (SPEC §8), from `options.cache` if it has it: TensorFlow's, the
-    numeric one (`engines.numeric`), or for `both` TensorFlow's with `doubts` where the
-    finite differences disagree with it."""
-    kind = case.reference or options.reference
-    if kind == "numeric":
-        return _cached(case, options, "numeric", numeric_reference)
-    reference = _cached(case, options, "tensorflow", _tensorflow_reference)
-    if kind == "both":
-        numeric = _cached(case, options, "numeric", numeric_reference)
-        reference = replace(reference, doubts=disagreements(case, reference, numeric))
-    return reference
-
-
-def _cached(
-    case: Case, options: RunOptions, kind: str, compute: Callable[[Case], EngineRun]
-) -> EngineRun:
+    """TensorFlow's forward value and gradients for `case`, from `options.cache` if it has them."""
     cache = options.cache
-    cached = cache.get(case, kind) if cache is not None else None
+    cached = cache.get(case) if cache is not None else None
     if cached is not None:
         return cached
     if options.require_cache:
         raise ReferenceNotCached(
-            cache.not_cached_message(case, kind) if cache else "--require-cache needs a cache"
-        )
-    reference = compute(case)
-    if cache is not None:
-        cache.put(case, reference, kind)
-    return reference
-
-
-def _tensorflow_reference(case: Case) -> EngineRun:
-    unbuilt = [n.op for n in case.expression.op_nodes if n.op and n.op.tf is None]
-    if unbuilt:
-        raise EngineFailure(
-            f"op {unbuilt[0].name} ({unbuilt[0].origin}) declares no TensorFlow builder (tf=), "
-            "so only finite differences can judge it: set `reference: numeric` on the case "
-            "or run with --reference numeric"
+            cache.not_cached_message(case) if cache else "--require-cache needs a cache"
         )
     try:
-        engine = _tensorflow_engine()
+        engine = TensorFlowEngine()
     except ImportError as e:
-        message = (
-            f"TensorFlow is not installed ({e}) and the reference is not cached; install "
-            "gradcheck[tensorflow], or use --reference numeric"
-        )
+        message = f"TensorFlow is not installed ({e}) and the reference is not cached"
         raise EngineFailure(message) from None
     try:
         # TensorFlow's C++ side logs to fd 2 on first use of some kernels (oneDNN, CUDA).
         with silenced_stderr():
-            return run_engine(engine, case.expression, case.inputs, case.wrt, case.cotangent)
+            reference = run_engine(engine, case.expression, case.inputs, case.wrt, case.cotangent)
     except Unsupported as e:  # a NotImplementedError inside TensorFlow
         raise EngineFailure(str(e)) from e
+    if cache is not None:
+        cache.put(case, reference)
+    return reference
 
 
-# Seconds spent importing TensorFlow, a one-off cost of the run: `check_case` leaves it
-# out of the duration of the case that happens to pay it. Only timed where a reference
-# is computed, so a run whose references are all cached still never imports TensorFlow.
-_startup_s = 0.0
+def default_isolation(engine: str | EngineFactory) -> Isolation:
+    """Where an engine runs unless told: the builtin engine in this process, any other named
+    engine (an ``--engine`` spec) in workers; an engine given as a Python object in this
+    process, as it belongs to its caller."""
+    if not isinstance(engine, str):
+        return "none"
+    return "none" if engine == "builtin" else "process"
 
 
-def _tensorflow_engine() -> TensorFlowEngine:
-    global _startup_s
-    if not load_tensorflow.cache_info().currsize:
-        started = time.perf_counter()
-        load_tensorflow()
-        _startup_s += time.perf_counter() - started
-    return TensorFlowEngine()
+# -- the reference's thread ------------------------------------------------------------
+
+
+class _ReferenceThread:
+    """TensorFlow's side: jobs done in order on one daemon thread, the process's only user
+    of TensorFlow during a `run` (its tapes and eager context are per thread)."""
+
+    def __init__(self) -> None:
+        self._jobs: deque[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]] = deque()
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        with self._wake:
+            self._jobs.append((future, fn, args))
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._serve, name="gradcheck-reference", daemon=True
+                )
+                self._thread.start()
+            self._wake.notify()
+        return future
+
+    def _serve(self) -> None:
+        while True:
+            with self._wake:
+                while not self._jobs:
+                    self._wake.wait()
+                future, fn, args = self._jobs.popleft()
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(*args))
+                except BaseException as e:
+                    future.set_exception(e)
+
+
+_REFERENCES = _ReferenceThread()
+
+
+def prefetch_tensorflow() -> Future[Any] | None:
+    """Start importing TensorFlow on the reference thread, if it is installed."""
+    if tensorflow_module.installed_version() is None:
+        return None
+    return _REFERENCES.submit(load_tensorflow)
+
+
+def needs_tensorflow(options: RunOptions) -> bool:
+    """Whether a run is sure to compute a reference: no cache to read from, or none yet."""
+    cache = options.cache
+    if options.require_cache:
+        return False
+    if cache is None:
+        return True
+    try:
+        return not any(cache.folder().iterdir())
+    except OSError:
+        return True
+
+
+# -- one case --------------------------------------------------------------------------
+
+
+def _overlap(span: tuple[float, float] | None, start: float, end: float) -> float:
+    if span is None:
+        return 0.0
+    return max(0.0, min(span[1], end) - max(span[0], start))
+
+
+class Checker:
+    """Checks cases with one engine side (a worker pool, or this process) kept between them."""
+
+    def __init__(self, engine: str | EngineFactory, options: RunOptions = RunOptions()) -> None:
+        self.options = options
+        self.spec = engine if isinstance(engine, str) else engine_spec(engine)
+        if options.isolate == "process":
+            if self.spec is None:
+                raise UsageError(
+                    f"engine {engine!r} cannot run in a worker process: it has no importable "
+                    "name (a class defined in __main__, a function); pass an --engine spec "
+                    "('path/file.py:Class') or isolate='none'"
+                )
+            init = WorkerInit(self.spec, options.imports, tuple(sys.path), os.getcwd())
+            self.engines: InProcess | Isolated = Isolated(init, options.workers, options.timeout)
+        else:
+            factory = load_engine(engine) if isinstance(engine, str) else engine
+            self.engines = InProcess(factory)
+
+    @property
+    def engine_name(self) -> str:
+        return self.engines.engine or str(self.spec or "engine")
+
+    def __enter__(self) -> Checker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.engines.close()
+
+    def ask_twice(self, case: Case) -> bool:
+        limit = self.options.stale_check_limit
+        return limit is None or case.elements <= limit
+
+    def start(self, case: Case) -> Ticket:
+        return self.engines.start(case, self.ask_twice(case), case.timeout or self.options.timeout)
+
+    def check(self, case: Case) -> CaseResult:
+        """One case, start to end: the reference computed here, on this thread."""
+        try:
+            return self.finish(self.start(case), lambda: reference_run(case, self.options))
+        finally:
+            case.release()
+
+    def finish(self, ticket: Ticket, reference: Callable[[], EngineRun]) -> CaseResult:
+        """The case whose engine step `ticket` holds, once `reference()` gives its reference."""
+        started, case, options = time.perf_counter(), ticket.case, self.options
+        result = new_result(case)
+        try:
+            outcome, captured = self.engines.outcome(ticket)
+        except WorkerLost as lost:
+            outcome, captured = EngineOutcome(error=lost.message), lost.captured
+        result.captured = captured
+        waited = [time.perf_counter()]  # the wait for the reference: [start, end]
+        try:
+            reference_run_ = reference()
+        except ReferenceNotCached as missing:
+            return self._done(error(result, missing.message), ticket, started, waited)
+        except EngineFailure as failure:
+            message = f"TensorFlow could not compute the reference: {failure.message}"
+            error(result, message, failure.traceback_tail)
+            return self._done(result, ticket, started, waited)
+        waited.append(time.perf_counter())
+        problems = expect_problems(case, reference_run_)
+        notes = list(problems)
+        if not ticket.ask_twice:
+            notes.append(
+                f"gradients asked for once: {case.elements:,} input elements are over the "
+                f"stale-gradients check's limit of {options.stale_check_limit:,}"
+            )
+        stale = verdict(
+            case, reference_run_, outcome, result,
+            strict=options.strict, notes=notes, expect_failed=bool(problems),
+        )  # fmt: skip
+        if options.diagnose and mismatched(result, stale):
+            try:
+                diagnosis_notes, output = self.engines.diagnose(
+                    ticket, reference_run_, result, stale
+                )
+            except WorkerLost as lost:
+                diagnosis_notes, output = [f"diagnosis stopped: {lost.message}"], lost.captured
+            result.message = "; ".join(filter(None, [result.message, *diagnosis_notes]))
+            if output:
+                result.captured += f"\n[while diagnosing]\n{output}" if captured else output
+        return self._done(result, ticket, started, waited)
+
+    def _done(
+        self, result: CaseResult, ticket: Ticket, started: float, waited: list[float]
+    ) -> CaseResult:
+        """Release the engine's hold on the case; time it without TensorFlow's import."""
+        self.engines.release(ticket)
+        end = time.perf_counter()
+        wait_start, wait_end = waited[0], waited[1] if len(waited) > 1 else end
+        result.duration_s = (
+            end - started - _overlap(tensorflow_module.import_span, wait_start, wait_end)
+        )
+        return result
 
 
 def check_case(
-    case: Case,
-    engine_factory: EngineFactory,
-    options: RunOptions = RunOptions(),
-    causes: Sequence[tuple[Hint, str]] = (),
+    case: Case, engine: str | EngineFactory, options: RunOptions = RunOptions()
 ) -> CaseResult:
-    """`causes`: the run's causes so far (`diagnosis.root_causes.known`)."""
-    started, startup = time.perf_counter(), _startup_s
-    result = CaseResult(
-        case.name,
-        case.file,
-        case.line,
-        "passed",
-        expr=case.expr,
-        tags=list(case.tags),
-        graph=case.expression.outline(),
-        reference=case.reference or options.reference,
-    )
-    try:
-        _check(case, engine_factory, options, result, list(causes))
-    finally:
-        result.duration_s = time.perf_counter() - started - (_startup_s - startup)
-    return result
+    """Check one case: the reference, the engine (where `options.isolate` says), the verdict."""
+    with Checker(engine, options) as checker:
+        return checker.check(case)
 
 
-def _check(
-    case: Case,
-    engine_factory: EngineFactory,
-    options: RunOptions,
-    result: CaseResult,
-    causes: list[tuple[Hint, str]],
-) -> None:
-    try:
-        reference = reference_run(case, options)
-    except ReferenceNotCached as missing:
-        _error(result, missing.message, missing)
-        return
-    except EngineFailure as failure:
-        kind = case.reference or options.reference
-        _error(result, f"the {kind} reference could not be computed: {failure.message}", failure)
-        return
-    expect_problems = _check_expect(case, reference)
-    elements = sum(value.size for value in case.inputs.values())
-    limit = options.stale_check_limit
-    ask_twice = limit is None or elements <= limit
-    try:
-        engine = call_engine("creating the engine", engine_factory)
-        got = run_engine(
-            engine, case.expression, case.inputs, case.wrt, case.cotangent, ask_twice=ask_twice
-        )
-    except Unsupported as unsupported:
-        result.status = "failed" if options.strict else "skipped"
-        result.message = f"unsupported: {unsupported}"
-        result.unsupported_ops = unsupported.ops
-        return
-    except EngineFailure as failure:
-        _error(result, failure.message, failure)
-        if options.diagnose and failure.what in ("grad", "vjp"):  # raised differentiating
-            evidence = Evidence(
-                case, reference, None, result, engine_factory, failure=failure, known=causes
-            )
-            result.message = "; ".join([failure.message, *diagnose(evidence)])
-        return
-    except Exception as e:  # what the driver's checks did not foresee is still the engine's
-        failure = EngineFailure(str(e), traceback_tail(e))
-        _error(result, f"the engine raised {type(e).__name__}: {e}", failure)
-        return
-
-    result.engine_dtype = got.dtype
-    declared = declared_conventions(engine_factory)
-    tensorflow = reference = judged_part(reference, got)
-    reference, followed = follow_conventions(case, reference, declared)
-    _compare_all(result, reference, got, case, None)
-    failing = not result.forward.passed or any(not i.comparison.passed for i in result.inputs)
-    exact = _exact_run(case, options, declared) if failing else None
-    if exact is not None:  # low precision: judged by the distance from the exact answer
-        _compare_all(result, reference, got, case, exact)
-    note_conventions(result.inputs, tensorflow, got, followed, case.tolerance)
-    stale = [
-        name
-        for name, grad in got.grads.items()
-        # Within tolerance, not bit for bit: a parallel reduction may round differently.
-        if got.grads_again is not None
-        and not compare(grad, got.grads_again[name], case.tolerance).passed
-    ]
-    notes = [*reference.notes, *got.notes, *expect_problems]
-    if not ask_twice:
-        notes.append(
-            f"gradients asked for once: {elements:,} input elements are over the "
-            f"stale-gradients check's limit of {limit:,}"
-        )
-    failed = (
-        not result.forward.passed or any(not i.comparison.passed for i in result.inputs) or stale
-    )
-    result.status = "failed" if failed or expect_problems or reference.doubts else "passed"
-    if result.status == "passed" and nothing_judged(reference):
-        result.status = "skipped"  # the reference could judge no gradient element at all
-    if failed:
-        evidence = Evidence(
-            case,
-            reference,
-            got,
-            result,
-            engine_factory,
-            stale,
-            conventions=declared,
-            known=causes,
-            brief=options.diagnose != "all",
-        )
-        notes += diagnose(evidence) if options.diagnose else []
-    elif any(item.hints for item in result.inputs):
-        notes.append("passed under the engine's declared conventions")
-    result.hints[:0] = reference.doubts  # the oracle in doubt comes before what it judged
-    result.message = "; ".join(notes)
+# -- a run -----------------------------------------------------------------------------
 
 
-def _label(items: Sequence[Case | InvalidCase], options: RunOptions) -> str:
-    """`RunResult.reference`: each kind of reference the cases use, with its version."""
-    kinds = {i.reference or options.reference for i in items if isinstance(i, Case)}
-    if not kinds:
-        return options.reference
-    labels = []
-    if kinds & {"tensorflow", "both"}:
-        labels.append(reference_label(options.cache and options.cache.tensorflow_version))
-    if kinds & {"numeric", "both"}:
-        labels.append(NUMERIC_LABEL)
-    return " + ".join(labels)
-
-
-def _compare_all(
-    result: CaseResult, reference: EngineRun, got: EngineRun, case: Case, exact: EngineRun | None
-) -> None:
-    result.forward = compare(
-        reference.forward, got.forward, case.tolerance, exact and exact.forward
-    )
-    result.inputs = [
-        InputResult(
-            name,
-            compare(
-                reference.grads[name],
-                grad,
-                tolerance(case, reference, name),
-                exact and exact.grads[name],
-            ),
-        )
-        for name, grad in got.grads.items()
-    ]
-
-
-def _exact_run(case: Case, options: RunOptions, declared: dict[str, str]) -> EngineRun | None:
-    """Low precision (float16, bfloat16) without a tolerance of its own: the reference's
-    float64 answer for the same rounded inputs, what both engines are judged against."""
-    if case.dtype not in LOW_PRECISION or case.tolerance_given:
-        return None
-    wide = replace(
-        case,
-        dtype="float64",
-        inputs={n: np.asarray(v, np.float64) for n, v in case.inputs.items()},
-        cotangent=np.asarray(case.cotangent, np.float64),
-    )
-    try:
-        return follow_conventions(wide, reference_run(wide, options), declared)[0]
-    except (EngineFailure, ReferenceNotCached):
-        return None  # judged by the tolerance alone
-
-
-def _check_expect(case: Case, reference: EngineRun) -> list[str]:
-    """`expect` pins the oracle: the reference must still give the pinned gradients."""
-    problems = []
-    for name, pinned in case.expect.items():
-        check = compare(pinned, reference.grads[name], case.tolerance)
-        if not check.passed:
-            problems.append(
-                f"TensorFlow's gradient for {name} no longer matches the pinned `expect` "
-                f"(max abs diff {check.max_abs_diff})"
-            )
-    return problems
-
-
-def _error(result: CaseResult, message: str, failure: EngineFailure) -> None:
-    result.status = "error"
-    result.message = message
-    result.traceback = failure.traceback_tail
+@dataclass
+class _Slot:
+    item: Case | InvalidCase
+    reference: Future[Any] | None = None
+    ticket: Ticket | None = None
 
 
 def run(
     items: Sequence[Case | InvalidCase],
-    engine_factory: EngineFactory,
+    engine: str | EngineFactory,
     options: RunOptions = RunOptions(),
     on_result: Callable[[CaseResult], None] | None = None,
 ) -> RunResult:
-    """Check every case in order; invalid ones are reported as they are, never run."""
+    """Check every case in order; invalid ones are reported as they are, never run.
+
+    `engine` is an ``--engine`` spec or an engine factory. A SIGINT or SIGTERM caught by
+    `interrupts.handled` ends the run early with the rest of the cases `not run`.
+    """
     started = time.perf_counter()
     results: list[CaseResult] = []
-    for item in items:
-        if isinstance(item, InvalidCase):
-            outcome = CaseResult(
-                item.name, item.file, item.line, "invalid", expr=item.expr, message=item.message
-            )
-        else:
-            causes = known(results) if options.diagnose else []
-            outcome = check_case(item, engine_factory, options, causes)
-        results.append(outcome)
-        if on_result:
-            on_result(outcome)
-        if options.fail_fast and outcome.status in ("failed", "error"):
-            break
-    ran = RunResult(
-        engine=engine_name(engine_factory),
-        reference=_label(items, options),
+    cases = [item for item in items if isinstance(item, Case)]
+    if cases and needs_tensorflow(options):
+        prefetch_tensorflow()
+    interrupted = None
+    slots: deque[_Slot] = deque()
+    checker = Checker(engine, options) if cases else None
+    try:
+        if checker is not None:
+            checker.engines.warm()
+        for result in _checked(items, checker, slots):
+            results.append(result)
+            if on_result:
+                on_result(result)
+            if options.fail_fast and result.status in ("failed", "error"):
+                break
+    except interrupts.Interrupted as stop:
+        interrupted = stop.signal
+        results += [_not_run(item, stop.signal) for item in items[len(results) :]]
+    finally:
+        _cancel(slots)
+        if checker is not None:
+            checker.close()
+        for case in cases:
+            case.release()
+    return RunResult(
+        engine=checker.engine_name if checker else _name(engine),
+        reference=reference_label(options.cache and options.cache.tensorflow_version)
+        if cases
+        else "tensorflow",
         cases=results,
         duration_s=time.perf_counter() - started,
+        interrupted=interrupted,
     )
-    return diagnose_run(ran, causes=bool(options.diagnose))
+
+
+def _checked(
+    items: Sequence[Case | InvalidCase], checker: Checker | None, slots: deque[_Slot]
+) -> Iterator[CaseResult]:
+    """Each item's result in order, with references computed ahead and, in workers, the
+    engine step of the next cases started while this one finishes."""
+    queue = deque(items)
+    while queue or slots:
+        interrupts.check()
+        _fill(queue, slots, checker)
+        slot = slots.popleft()
+        item = slot.item
+        if isinstance(item, InvalidCase):
+            yield _invalid(item)
+            continue
+        assert checker is not None and slot.reference is not None
+        ticket = slot.ticket or checker.start(item)
+        reference = slot.reference
+        result = checker.finish(ticket, lambda r=reference: _result_of(r))
+        item.release()
+        yield result
+
+
+def _fill(queue: deque[Case | InvalidCase], slots: deque[_Slot], checker: Checker | None) -> None:
+    """Take cases from `queue` while the reference thread may work ahead of the first."""
+    ahead = sum(s.item.elements for s in slots if isinstance(s.item, Case))
+    while queue and (not slots or (len(slots) < AHEAD_CASES and ahead < AHEAD_ELEMENTS)):
+        item = queue.popleft()
+        slot = _Slot(item)
+        if isinstance(item, Case):
+            assert checker is not None
+            slot.reference = _REFERENCES.submit(reference_run, item, checker.options)
+            ahead += item.elements
+        slots.append(slot)
+    if checker is None:
+        return
+    engines = checker.engines
+    for slot in list(slots)[: 1 + engines.ahead]:
+        if isinstance(slot.item, Case) and slot.ticket is None and engines.ahead:
+            if not engines.idle():
+                break
+            slot.ticket = checker.start(slot.item)
+
+
+def _result_of(future: Future[Any]) -> Any:
+    # A short timeout, again and again: a signal must reach the main thread while it waits.
+    while True:
+        try:
+            return future.result(timeout=0.1)
+        except TimeoutError:
+            interrupts.check()
+
+
+def _cancel(slots: deque[_Slot]) -> None:
+    """Cases left unchecked: their references are not computed, or waited for if begun
+    (TensorFlow's thread does nothing once `run` has returned)."""
+    for slot in slots:
+        if slot.reference is not None and not slot.reference.cancel():
+            with contextlib.suppress(Exception):
+                slot.reference.result()
+        if isinstance(slot.item, Case):
+            slot.item.release()
+    slots.clear()
+
+
+def _invalid(item: InvalidCase) -> CaseResult:
+    return CaseResult(
+        item.name, item.file, item.line, "invalid", expr=item.expr, message=item.message
+    )
+
+
+def _not_run(item: Case | InvalidCase, signal_name: str) -> CaseResult:
+    if isinstance(item, InvalidCase):
+        return _invalid(item)
+    return CaseResult(
+        item.name,
+        item.file,
+        item.line,
+        "not run",
+        expr=item.expr,
+        message=f"not run: the run was interrupted by {signal_name}",
+        tags=list(getattr(item, "tags", [])),
+    )
+
+
+def _name(engine: str | EngineFactory) -> str:
+    from .engines.adapters import engine_name
+
+    return engine if isinstance(engine, str) else engine_name(engine)

@@ -42,26 +42,49 @@ MAX_DEPTH = 100
 SHOWN_CHARS = 40  # of a value a problem quotes
 
 
-def read_text(path: Path) -> str:
-    """The text of the regular file at `path`, read without blocking and within the size cap."""
-    try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
-    except OSError as e:
-        raise CaseFileError(f"cannot read the file: {e.strerror or e}") from None
+class Unfit(OSError):
+    """A file that is not a regular file, or is larger than its reader accepts."""
+
+
+def read_bounded(path: str | os.PathLike[str], limit: int) -> bytes:
+    """The bytes of the regular file at `path`, if it holds at most `limit` of them.
+
+    Never blocks: a FIFO is opened without waiting for a writer and refused, as are
+    devices (``/dev/zero``), folders and symlinks to them. `Unfit` for those and for a
+    file too large; other `OSError`s as the system gives them.
+    """
+    # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise CaseFileError(f"not a regular file ({_kind(info.st_mode)}); a case file is YAML")
-        if info.st_size > MAX_FILE_BYTES:
-            raise CaseFileError(_too_big(info.st_size))
-        data = _read_at_most(fd, MAX_FILE_BYTES + 1)
-    except OSError as e:
-        raise CaseFileError(f"cannot read the file: {e.strerror or e}") from None
+            raise Unfit(f"not a regular file ({_kind(info.st_mode)})")
+        if info.st_size > limit:
+            raise Unfit(f"the file has {info.st_size:,} bytes, above the limit of {limit:,}")
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
     finally:
         os.close(fd)
-    if len(data) > MAX_FILE_BYTES:  # it grew since fstat
-        raise CaseFileError(_too_big(len(data)))
+    if size > limit:  # it grew since fstat
+        raise Unfit(f"the file has more than {limit:,} bytes")
+    return b"".join(chunks)
+
+
+def read_text(path: Path) -> str:
+    """The text of the case file at `path`, read by `read_bounded` (`MAX_FILE_BYTES`)."""
+    try:
+        data = read_bounded(path, MAX_FILE_BYTES)
+    except Unfit as e:
+        raise CaseFileError(
+            f"{e}; a case file is YAML of at most {MAX_FILE_BYTES:,} bytes"
+        ) from None
+    except OSError as e:
+        raise CaseFileError(f"cannot read the file: {e.strerror or e}") from None
     if b"\0" not in data:
         try:
             return data.decode("utf-8-sig")
@@ -70,24 +93,9 @@ def read_text(path: Path) -> str:
     raise CaseFileError("not a text file: a case file is YAML in UTF-8")
 
 
-def _read_at_most(fd: int, limit: int) -> bytes:
-    chunks, size = [], 0
-    while size < limit:
-        chunk = os.read(fd, min(1 << 20, limit - size))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
-
-
 def _kind(mode: int) -> str:
     kinds = {stat.S_ISDIR: "a folder", stat.S_ISFIFO: "a FIFO", stat.S_ISCHR: "a device"}
     return next((kind for test, kind in kinds.items() if test(mode)), "a special file")
-
-
-def _too_big(size: int) -> str:
-    return f"the file has {size:,} bytes, above the limit of {MAX_FILE_BYTES:,} for a case file"
 
 
 def read_yaml(text: str) -> Any:

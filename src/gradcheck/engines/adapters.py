@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ STOCK = {
     "autograd": ("gradcheck.engines.autograd:AutogradEngine", "gradcheck[autograd]"),
     "tensorflow": ("gradcheck.engines.tensorflow:TensorFlowAdapter", "gradcheck[tensorflow]"),
 }
+_FILE_PREFIX = "gradcheck_engine"  # an engine file is imported as gradcheck_engine_<stem>_<hash>
 
 
 def load_engine(spec: str) -> EngineFactory:
@@ -39,7 +41,7 @@ def load_engine(spec: str) -> EngineFactory:
     target, _, class_name = spec.partition(":")
     class_name = class_name or DEFAULT_CLASS
     module = (
-        import_file(Path(target), "--engine", prefix="gradcheck_engine")
+        import_file(Path(target), "--engine", prefix=_FILE_PREFIX)
         if _is_path(target)
         else _load_module(target)
     )
@@ -68,7 +70,26 @@ def load_engine(spec: str) -> EngineFactory:
 
 
 def engine_name(factory: EngineFactory) -> str:
-    return str(getattr(factory, "name", None) or getattr(factory, "__name__", "engine"))
+    try:
+        return str(getattr(factory, "name", None) or getattr(factory, "__name__", "engine"))
+    except Exception:  # a `name` that cannot say what it is
+        return "engine"
+
+
+def engine_spec(factory: EngineFactory) -> str | None:
+    """The ``--engine`` spec that loads `factory` in another process, or None when it
+    cannot be named: a class defined in ``__main__`` or a function, a lambda, an instance."""
+    if factory is BuiltinEngine:
+        return "builtin"
+    if not inspect.isclass(factory) or "." in factory.__qualname__:
+        return None
+    module = sys.modules.get(factory.__module__)
+    file = getattr(module, "__file__", None)
+    if factory.__module__.startswith(f"{_FILE_PREFIX}_") and file:
+        return f"{Path(file).resolve()}:{factory.__qualname__}"
+    if factory.__module__ in ("__main__", "__mp_main__") or module is None:
+        return None
+    return f"{factory.__module__}:{factory.__qualname__}"
 
 
 def _is_path(target: str) -> bool:

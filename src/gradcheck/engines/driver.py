@@ -315,10 +315,8 @@ def as_array(value: Any, what: str) -> np.ndarray:
     except EngineFailure:
         raise
     except Exception as e:  # whatever an engine's array-like raises while being read
-        raise EngineFailure(
-            f"{what} returned {type(value).__name__}, which is not a real numeric array "
-            f"({describe(e)})"
-        ) from None
+        message = f"{what} returned {type(value).__name__}, which is not a numeric array"
+        raise EngineFailure(f"{message} ({describe(e)})", traceback_tail(e)) from None
 
 
 def check_grads(result: Any, names: Sequence[str], what: str = "grad") -> dict[str, np.ndarray]:

@@ -1,0 +1,158 @@
+"""The three steps of checking one case, each run where it must run.
+
+* `engine_step`: the engine builds the expression and gives its forward value and
+  gradients. It runs where the engine runs: in a worker process, or in gradcheck's own.
+* `verdict`: the engine's numbers against the reference's, under the case's tolerance.
+  It runs in gradcheck's own process, always: nothing an engine does decides it.
+* `diagnosis_step`: why a failing case fails. Diagnosis probes the engine (localisation
+  runs it again on one-op expressions), so it runs where the engine runs, given the
+  reference and the verdict.
+
+Every step's result is plain data (`results`, `EngineRun`, `EngineOutcome`), so it can
+cross from a worker process to gradcheck's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .cases.model import Case
+from .comparison.compare import compare
+from .diagnosis import Evidence, diagnose
+from .engines.driver import (
+    EngineFailure,
+    EngineRun,
+    Unsupported,
+    call_engine,
+    describe,
+    run_engine,
+    traceback_tail,
+)
+from .engines.protocol import EngineFactory
+from .results import CaseResult, InputResult
+
+
+@dataclass
+class EngineOutcome:
+    """What the engine step gave: its run, or why there is none (unsupported, an error)."""
+
+    run: EngineRun | None = None
+    unsupported: str | None = None
+    error: str | None = None
+    traceback: str | None = None
+
+
+def engine_step(case: Case, factory: EngineFactory, *, ask_twice: bool) -> EngineOutcome:
+    """A fresh engine from `factory`, driven through `case`; never raises for the engine."""
+    try:
+        engine = call_engine("creating the engine", factory)
+        got = run_engine(
+            engine, case.expression, case.inputs, case.wrt, case.cotangent, ask_twice=ask_twice
+        )
+    except Unsupported as unsupported:
+        return EngineOutcome(unsupported=str(unsupported))
+    except EngineFailure as failure:
+        return EngineOutcome(error=failure.message, traceback=failure.traceback_tail)
+    except Exception as e:  # what the driver's checks did not foresee is still the engine's
+        return EngineOutcome(error=f"the engine raised {describe(e)}", traceback=traceback_tail(e))
+    return EngineOutcome(got)
+
+
+def new_result(case: Case) -> CaseResult:
+    return CaseResult(
+        case.name, case.file, case.line, "passed", expr=case.expr, tags=list(case.tags)
+    )
+
+
+def error(result: CaseResult, message: str, traceback: str | None = None) -> CaseResult:
+    result.status = "error"
+    result.message = message
+    result.traceback = traceback
+    return result
+
+
+def verdict(
+    case: Case,
+    reference: EngineRun,
+    outcome: EngineOutcome,
+    result: CaseResult,
+    *,
+    strict: bool,
+    notes: list[str],
+    expect_failed: bool = False,
+) -> list[str]:
+    """Fill `result` from the engine's outcome against the reference.
+
+    `notes` (the stale check's limit, `expect`'s problems) join the message;
+    `expect_failed` fails the case even when the engine matched. Returns the inputs whose
+    second answer differed from the first (the stale-gradients check).
+    """
+    got = outcome.run
+    if got is None:
+        if outcome.unsupported is not None:
+            result.status = "failed" if strict else "skipped"
+            result.message = f"unsupported: {outcome.unsupported}"
+        else:
+            error(result, outcome.error or "the engine failed", outcome.traceback)
+        return []
+    result.forward = compare(reference.forward, got.forward, case.tolerance)
+    result.inputs = [
+        InputResult(name, compare(reference.grads[name], grad, case.tolerance))
+        for name, grad in got.grads.items()
+    ]
+    stale = [
+        name
+        for name, grad in got.grads.items()
+        # Within tolerance, not bit for bit: a parallel reduction may round differently.
+        if got.grads_again is not None
+        and not compare(grad, got.grads_again[name], case.tolerance).passed
+    ]
+    failed = mismatched(result, stale)
+    result.status = "failed" if failed or expect_failed else "passed"
+    result.message = "; ".join([*got.notes, *notes])
+    return stale
+
+
+def mismatched(result: CaseResult, stale: list[str]) -> bool:
+    """The engine's numbers differ from the reference's, or from its own second answer:
+    what diagnosis explains."""
+    return (
+        result.forward is not None
+        and (not result.forward.passed or any(not i.comparison.passed for i in result.inputs))
+    ) or bool(stale)
+
+
+def expect_problems(case: Case, reference: EngineRun) -> list[str]:
+    """`expect` pins the oracle: TensorFlow must still give the pinned gradients."""
+    problems = []
+    for name, pinned in case.expect.items():
+        check = compare(pinned, reference.grads[name], case.tolerance)
+        if not check.passed:
+            problems.append(
+                f"TensorFlow's gradient for {name} no longer matches the pinned `expect` "
+                f"(max abs diff {check.max_abs_diff})"
+            )
+    return problems
+
+
+def diagnosis_step(
+    case: Case,
+    reference: EngineRun,
+    got: EngineRun,
+    result: CaseResult,
+    factory: EngineFactory,
+    stale: list[str],
+) -> list[str]:
+    """Attach hints to `result` (in place); the notes of diagnosis steps that failed."""
+    return diagnose(Evidence(case, reference, got, result, factory, stale))
+
+
+def adopt_diagnosis(result: CaseResult, diagnosed: CaseResult) -> None:
+    """Take a worker's diagnosis of `result` (its hints and checked nodes), never its verdict:
+    the status and comparisons stay the ones computed here."""
+    result.hints = diagnosed.hints
+    result.nodes = diagnosed.nodes
+    theirs = {item.name: item for item in diagnosed.inputs}
+    for item in result.inputs:
+        if item.name in theirs:
+            item.hints = theirs[item.name].hints

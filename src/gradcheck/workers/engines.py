@@ -1,0 +1,248 @@
+"""Where a run's engine runs, behind the one interface the runner drives.
+
+`InProcess` (``--isolate=none``): in gradcheck's own process, on the calling thread.
+What the engine prints through Python's `sys.stdout` and `sys.stderr` is captured
+(`breakpoint()` gives the debugger the terminal back), and the working directory is put
+back after each step. There is no timeout: a case takes as long as it takes, which is
+what a debugger needs.
+
+`Isolated` (``--isolate=process``): in a `WorkerPool`, with a deadline per step, a fresh
+worker after a crash and everything the worker process writes captured. A worker's
+replies are checked to be what the protocol says before anything here uses them.
+
+Both give the runner `(EngineOutcome, captured output)` for a case's engine step and
+`(notes, captured output)` for its diagnosis; an `Isolated` step may raise `WorkerLost`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..cases.model import Case
+from ..checking import EngineOutcome, adopt_diagnosis, diagnosis_step, engine_step
+from ..engines.adapters import engine_name
+from ..engines.driver import EngineRun
+from ..engines.protocol import EngineFactory
+from ..results import CaseResult, Hint, InputResult, NodeResult
+from .messages import Diagnose, Diagnosed, Release, RunCase, WorkerInit
+from .pool import Capture, WorkerLost, WorkerPool
+
+
+@dataclass
+class Ticket:
+    """One case's engine work, from `start` to `release`."""
+
+    case: Case
+    ask_twice: bool
+    timeout: float
+    outcome: EngineOutcome | None = None
+    worker: Any = None
+
+
+class InProcess:
+    """The engine in this process, one step at a time when the runner asks for it."""
+
+    ahead = 0  # cases whose engine may start before the runner waits for them
+
+    def __init__(self, factory: EngineFactory) -> None:
+        self.factory = factory
+        self.engine: str | None = engine_name(factory)
+        self.cwd = os.getcwd()
+
+    def warm(self) -> None:
+        pass
+
+    def start(self, case: Case, ask_twice: bool, timeout: float) -> Ticket:
+        return Ticket(case, ask_twice, timeout)
+
+    def outcome(self, ticket: Ticket) -> tuple[EngineOutcome, str]:
+        with self._step() as output:
+            ticket.outcome = engine_step(ticket.case, self.factory, ask_twice=ticket.ask_twice)
+        return ticket.outcome, output.take()
+
+    def diagnose(
+        self, ticket: Ticket, reference: EngineRun, result: CaseResult, stale: list[str]
+    ) -> tuple[list[str], str]:
+        assert ticket.outcome is not None and ticket.outcome.run is not None
+        got = ticket.outcome.run
+        with self._step() as output:
+            notes = diagnosis_step(ticket.case, reference, got, result, self.factory, stale)
+        return notes, output.take()
+
+    def release(self, ticket: Ticket) -> None:
+        ticket.outcome = None
+
+    def close(self) -> None:
+        pass
+
+    @contextlib.contextmanager
+    def _step(self) -> Iterator[Capture]:
+        with captured_output() as output:
+            try:
+                yield output
+            finally:
+                with contextlib.suppress(OSError):
+                    os.chdir(self.cwd)
+
+
+class _Sink(io.TextIOBase):
+    """`sys.stdout` or `sys.stderr` while an engine runs in this process: what the engine's
+    thread writes is captured; other threads (TensorFlow's, warning) write through."""
+
+    def __init__(self, capture: Capture, through: Any) -> None:
+        self.capture = capture
+        self.through = through
+        self.thread = threading.current_thread()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if threading.current_thread() is not self.thread:
+            return self.through.write(text)
+        self.capture.add(str(text).encode(errors="replace"))
+        return len(text)
+
+    def flush(self) -> None:
+        if threading.current_thread() is not self.thread:
+            self.through.flush()
+
+
+@contextlib.contextmanager
+def captured_output() -> Iterator[Capture]:
+    """This thread's Python-level stdout and stderr captured; `breakpoint()` restores them
+    for the debugger."""
+    capture = Capture()
+    saved = sys.stdout, sys.stderr, sys.breakpointhook
+
+    def debugger(*args: Any, **kwargs: Any) -> Any:
+        sys.stdout, sys.stderr = saved[0], saved[1]
+        return saved[2](*args, **kwargs)
+
+    sys.stdout, sys.stderr = _Sink(capture, saved[0]), _Sink(capture, saved[1])
+    sys.breakpointhook = debugger
+    try:
+        yield capture
+    finally:
+        sys.stdout, sys.stderr, sys.breakpointhook = saved
+
+
+class Isolated:
+    """The engine in worker processes; the engine step of a few cases may run ahead."""
+
+    def __init__(self, init: WorkerInit, workers: int, timeout: float) -> None:
+        self.pool = WorkerPool(init, workers, timeout=timeout)
+        self.ahead = workers - 1
+
+    @property
+    def engine(self) -> str | None:
+        return self.pool.engine
+
+    def warm(self) -> None:
+        self.pool.start()
+
+    def idle(self) -> bool:
+        return self.pool.idle()
+
+    def start(self, case: Case, ask_twice: bool, timeout: float) -> Ticket:
+        ticket = Ticket(case, ask_twice, timeout)
+        ticket.worker = self.pool.submit(RunCase(case, ask_twice), timeout)
+        return ticket
+
+    def outcome(self, ticket: Ticket) -> tuple[EngineOutcome, str]:
+        reply, output = self.pool.wait(ticket.worker)
+        if not _is_outcome(reply, ticket.case):
+            raise WorkerLost("the engine process sent a reply that is not an engine run", output)
+        ticket.outcome = reply
+        return reply, output
+
+    def diagnose(
+        self, ticket: Ticket, reference: EngineRun, result: CaseResult, stale: list[str]
+    ) -> tuple[list[str], str]:
+        worker = self.pool.resubmit(
+            ticket.worker, Diagnose(reference, result, stale), ticket.timeout
+        )
+        reply, output = self.pool.wait(worker)
+        if not _is_diagnosis(reply):
+            return ["diagnosis stopped: the engine process sent an unreadable reply"], output
+        adopt_diagnosis(result, reply.result)
+        return list(reply.notes), output
+
+    def release(self, ticket: Ticket) -> None:
+        if ticket.worker is not None:
+            self.pool.release(ticket.worker, Release())
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+# -- what a worker may reply -----------------------------------------------------------
+
+
+def _arrays(value: Any, names: set[str]) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(k, str) and k in names and isinstance(v, np.ndarray) for k, v in value.items()
+    )
+
+
+def _texts(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _is_outcome(reply: Any, case: Case) -> bool:
+    if not isinstance(reply, EngineOutcome):
+        return False
+    if not all(
+        v is None or isinstance(v, str) for v in (reply.unsupported, reply.error, reply.traceback)
+    ):
+        return False
+    run = reply.run
+    wrt = set(case.wrt)
+    return run is None or (
+        isinstance(run, EngineRun)
+        and isinstance(run.forward, np.ndarray)
+        and _arrays(run.grads, wrt)
+        and (run.grads_again is None or _arrays(run.grads_again, wrt))
+        and _texts(run.notes)
+    )
+
+
+def _plain_fields(value: Any, kind: type) -> bool:
+    """A `kind` dataclass whose fields hold only strings, numbers, None or lists of them."""
+    plain = (str, int, float, bool, type(None), np.integer, np.floating)
+    return isinstance(value, kind) and all(
+        isinstance(v, plain) or (isinstance(v, list) and all(isinstance(x, plain) for x in v))
+        for v in (getattr(value, f.name) for f in dataclasses.fields(kind))
+    )
+
+
+def _is_diagnosis(reply: Any) -> bool:
+    if not (isinstance(reply, Diagnosed) and isinstance(reply.result, CaseResult)):
+        return False
+    result = reply.result
+    lists = [
+        result.hints,
+        result.nodes,
+        result.inputs,
+        *(getattr(i, "hints", 0) for i in result.inputs),
+    ]
+    if not all(isinstance(v, list) for v in lists) or not all(
+        isinstance(i, InputResult) for i in result.inputs
+    ):
+        return False
+    hints = [*result.hints, *(h for i in result.inputs for h in i.hints)]
+    return (
+        _texts(reply.notes)
+        and all(_plain_fields(h, Hint) for h in hints)
+        and all(_plain_fields(n, NodeResult) for n in result.nodes)
+    )

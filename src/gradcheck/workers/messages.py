@@ -1,0 +1,61 @@
+"""What gradcheck and its worker processes say to each other: plain dataclasses.
+
+gradcheck sends `WorkerInit` once, then `RunCase`, `Diagnose` and `Release`; a worker
+answers `WorkerInit` with `Ready` (or `InitFailed`), `RunCase` with an
+`EngineOutcome` and `Diagnose` with `Diagnosed`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..cases.model import Case
+from ..engines.driver import EngineRun
+from ..results import CaseResult
+
+
+@dataclass(frozen=True)
+class WorkerInit:
+    """How a worker starts: the paths and folder of the run, what it imports first (files
+    or modules declaring ops, say), then the engine it loads (an ``--engine`` spec)."""
+
+    engine: str
+    imports: tuple[str, ...] = ()
+    sys_path: tuple[str, ...] = ()
+    cwd: str = ""
+
+
+@dataclass
+class Ready:
+    engine: str  # the engine's name, for reports
+
+
+@dataclass
+class InitFailed:
+    message: str
+
+
+@dataclass
+class RunCase:
+    case: Case
+    ask_twice: bool
+
+
+@dataclass
+class Diagnose:
+    """Diagnose the case the worker ran last: the reference and the verdict it lacks."""
+
+    reference: EngineRun
+    result: CaseResult
+    stale: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Diagnosed:
+    result: CaseResult
+    notes: list[str]
+
+
+@dataclass
+class Release:
+    """The worker may forget the case it ran last (its arrays)."""

@@ -1,0 +1,374 @@
+"""Worker processes: where user engines run, so that nothing they do can end the run.
+
+A `WorkerPool` keeps a few long-lived workers, each a fresh interpreter (started, never
+forked: gradcheck's process may hold TensorFlow's threads) that imports the engine once
+and then gets cases one at a time. Each request has a deadline; while waiting, the pool
+reads every busy worker's replies and output, so a flood of prints cannot stall it.
+
+A worker that exits, is killed by a signal (a segfault, the out-of-memory killer) or
+misses its deadline is killed with everything it started (its process group) and
+replaced by a fresh one; the request it was serving gets `WorkerLost`, saying what
+happened and what the engine was doing ("the engine process was killed by SIGSEGV
+during grad()"), with what the engine printed before. A worker that cannot import the
+engine makes `EngineUnavailable`, a usage error.
+
+POSIX only (pipes, process groups); gradcheck runs engines in its own process elsewhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from .channel import Receiver, encode
+from .messages import InitFailed, Ready, WorkerInit
+from .worker import PHASE_BYTES, read_phase
+
+CAPTURE_BYTES = 64 * 1024  # of a case's output kept: the first and the last half
+POLL_S = 0.25  # how often a wait looks for a worker that died silently
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+_COMMAND = (
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); "
+    "from gradcheck.workers.worker import main; main()"
+)
+SUPPORTED = os.name == "posix"
+
+
+class WorkerLost(Exception):
+    """The worker serving a request died or timed out; `message` says how and where."""
+
+    def __init__(self, message: str, captured: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.captured = captured
+
+
+class EngineUnavailable(UsageError):
+    """A worker could not import the engine."""
+
+
+class Capture:
+    """A request's output as it arrives: the first and the last `limit` / 2 bytes kept."""
+
+    def __init__(self, limit: int = CAPTURE_BYTES) -> None:
+        self.half = limit // 2
+        self.clear()
+
+    def clear(self) -> None:
+        self.head = bytearray()
+        self.tail: deque[bytes] = deque()
+        self.tail_size = self.dropped = 0
+
+    def add(self, data: bytes) -> None:
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if not data:
+            return
+        self.tail.append(data)
+        self.tail_size += len(data)
+        while self.tail_size > self.half:  # drop the oldest bytes beyond the tail's half
+            first = self.tail.popleft()
+            excess = self.tail_size - self.half
+            if len(first) > excess:
+                self.tail.appendleft(first[excess:])
+            dropped = min(len(first), excess)
+            self.tail_size -= dropped
+            self.dropped += dropped
+
+    def take(self) -> str:
+        gap = f"\n[... {self.dropped:,} bytes of output not kept ...]\n" if self.dropped else ""
+        text = bytes(self.head).decode(errors="replace") + gap
+        text += b"".join(self.tail).decode(errors="replace")
+        self.clear()
+        return text
+
+
+class Worker:
+    """One worker process and the request it serves, seen from the parent."""
+
+    def __init__(self, init: WorkerInit, timeout: float) -> None:
+        requests_r, self.requests = os.pipe()
+        self.replies, replies_w = os.pipe()
+        self.output, output_w = os.pipe()
+        self._phase_file = tempfile.TemporaryFile()  # noqa: SIM115  (closed by close())
+        self._phase_file.truncate(PHASE_BYTES)
+        phase_fd = self._phase_file.fileno()
+        self.phase = mmap.mmap(phase_fd, PHASE_BYTES)
+        fds = (requests_r, replies_w, phase_fd)
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-u", "-c", _COMMAND, _PACKAGE_ROOT, *map(str, fds)],
+                stdin=subprocess.DEVNULL,
+                stdout=output_w,
+                stderr=output_w,
+                pass_fds=fds,
+                start_new_session=True,  # its own process group: killed whole, deaf to ^C
+            )
+        finally:
+            for fd in (requests_r, replies_w, output_w):
+                os.close(fd)
+        for fd in (self.requests, self.replies, self.output):
+            os.set_blocking(fd, False)
+        self.receiver = Receiver(self.replies, plain=True)
+        self.capture = Capture()
+        self.engine: str | None = None  # its name, once it is ready
+        self.pending: list[memoryview] = []
+        self.reply: Any = Receiver.NOTHING
+        self.lost: WorkerLost | None = None
+        self.unavailable: EngineUnavailable | None = None
+        self.busy = False
+        self.output_open = True
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout  # for the import, then for each request
+        self.pending = encode(init)
+
+    # -- requests --------------------------------------------------------------------
+
+    def request(self, message: Any, timeout: float) -> None:
+        self.read_output()
+        self.capture.clear()  # what leftover threads printed between requests is no case's
+        self.pending += encode(message)
+        self.reply = Receiver.NOTHING
+        self.busy = True
+        self.timeout = timeout
+        if self.engine is not None:
+            self.deadline = time.monotonic() + timeout
+
+    def done(self) -> bool:
+        return (
+            self.reply is not Receiver.NOTHING
+            or self.lost is not None
+            or self.unavailable is not None
+        )
+
+    def result(self) -> Any:
+        """The reply to the request, the output it came with; `WorkerLost` if none came."""
+        self.busy = False
+        if self.unavailable is not None:
+            raise self.unavailable
+        if self.lost is not None:
+            raise self.lost
+        reply, self.reply = self.reply, Receiver.NOTHING
+        return reply
+
+    # -- events ----------------------------------------------------------------------
+
+    def interest(self) -> list[tuple[int, int]]:
+        """(fd, poll events) this worker waits for."""
+        events = [(self.replies, select.POLLIN)]
+        if self.output_open:
+            events.append((self.output, select.POLLIN))
+        if self.pending:
+            events.append((self.requests, select.POLLOUT))
+        return events
+
+    def ready(self, fd: int) -> None:
+        try:
+            if fd == self.requests:
+                self.write()
+            elif fd == self.replies:
+                self.read_replies()
+            else:
+                self.read_output()
+        except (BrokenPipeError, EOFError, OSError):
+            self.died()
+        except Exception as e:  # a frame that does not decode, or names what it may not
+            self.kill()
+            self._lose(f"the engine process sent a reply gradcheck cannot read ({e})")
+
+    def write(self) -> None:
+        while self.pending:
+            part = self.pending[0]
+            try:
+                written = os.write(self.requests, part)
+            except BlockingIOError:
+                return
+            self.pending[0] = part[written:]
+            if not self.pending[0]:
+                self.pending.pop(0)
+
+    def read_replies(self) -> None:
+        while self.reply is Receiver.NOTHING:
+            message = self.receiver.read()
+            if message is Receiver.NOTHING:
+                return
+            if isinstance(message, Ready):
+                self.engine = message.engine
+                self.deadline = time.monotonic() + self.timeout
+            elif isinstance(message, InitFailed):
+                self.unavailable = EngineUnavailable(message.message)
+                self.kill()
+            elif self.busy:
+                self.reply = message
+
+    def read_output(self) -> None:
+        while self.output_open:
+            try:
+                data = os.read(self.output, 1 << 16)
+            except BlockingIOError:
+                return
+            if not data:
+                self.output_open = False
+                return
+            self.capture.add(data)
+
+    def check(self, now: float) -> None:
+        """Notice a worker that died without closing its pipes, or missed its deadline."""
+        if self.done() or (not self.busy and self.engine is not None):
+            return
+        if self.process.poll() is not None:
+            self.died()
+        elif now > self.deadline:
+            self.kill()
+            self._lose(f"timed out after {self.timeout:g} s{_doing(read_phase(self.phase), 'in')}")
+
+    def died(self) -> None:
+        if self.done():
+            return
+        with contextlib.suppress(OSError, EOFError):
+            self.read_replies()  # a reply written just before exiting still counts
+        if self.done():
+            return
+        code = self.process.poll()
+        self.kill()
+        if code is None:  # alive, but its pipe to gradcheck is closed
+            how = "closed its pipe to gradcheck"
+        elif code >= 0:
+            how = f"exited with status {code}"
+        else:
+            name = signal.Signals(-code).name if -code in signal.valid_signals() else -code
+            how = f"was killed by {name}" + (" (out of memory?)" if name == "SIGKILL" else "")
+        self._lose(f"the engine process {how}{_doing(read_phase(self.phase), 'during')}")
+
+    def _lose(self, message: str) -> None:
+        self.read_output()
+        if self.engine is None:
+            captured = self.capture.take().strip()
+            detail = f"\n{captured}" if captured else ""
+            self.unavailable = EngineUnavailable(f"--engine: {message}{detail}")
+        else:
+            self.lost = WorkerLost(message, self.capture.take())
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=5)
+
+    def close(self) -> None:
+        self.kill()
+        for fd in (self.requests, self.replies, self.output):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.phase.close()
+        self._phase_file.close()
+
+
+def _doing(phase: str, preposition: str) -> str:
+    """ " during grad()", " while importing the engine": where the engine was."""
+    if not phase:
+        return ""
+    verbs = ("importing", "starting", "creating", "reading")
+    return f" while {phase}" if phase.startswith(verbs) else f" {preposition} {phase}"
+
+
+class WorkerPool:
+    """Up to `size` workers started with `init`; requests go to idle ones, replies come back
+    through `wait`. A worker is started when first needed and replaced when lost."""
+
+    def __init__(self, init: WorkerInit, size: int = 1, *, timeout: float) -> None:
+        if not SUPPORTED:
+            raise UsageError("--isolate=process needs a POSIX system; use --isolate=none")
+        self.init = init
+        self.size = size
+        self.timeout = timeout
+        self.workers: list[Worker] = []
+        self.engine: str | None = None  # the engine's name, once a worker has loaded it
+
+    def start(self) -> None:
+        """Start the workers now (their import overlaps whatever comes next)."""
+        while len(self.workers) < self.size:
+            self.workers.append(Worker(self.init, self.timeout))
+
+    def idle(self) -> bool:
+        return len(self.workers) < self.size or any(not w.busy for w in self.workers)
+
+    def submit(self, message: Any, timeout: float) -> Worker:
+        """Send `message` to an idle worker (started if need be); `wait` for its reply."""
+        for worker in list(self.workers):
+            if not worker.busy and worker.process.poll() is not None:
+                if worker.engine is None:  # it died importing the engine: say so
+                    worker.check(time.monotonic())
+                    worker.result()
+                self._replace(worker)  # it died between requests: no request's fault
+        worker = next((w for w in self.workers if not w.busy), None)
+        if worker is None:
+            self.start()
+            worker = next(w for w in self.workers if not w.busy)
+        worker.request(message, timeout)
+        return worker
+
+    def resubmit(self, worker: Worker, message: Any, timeout: float) -> Worker:
+        """A follow-up request to the worker that holds the last case (`Diagnose`)."""
+        if worker not in self.workers:
+            raise WorkerLost("the engine process serving this case is gone", "")
+        worker.request(message, timeout)
+        return worker
+
+    def wait(self, worker: Worker) -> tuple[Any, str]:
+        """Serve every busy worker until `worker` has answered: its reply and its output.
+
+        `WorkerLost` if it died or timed out (it is replaced); `EngineUnavailable` if it
+        could not import the engine.
+        """
+        while not worker.done():
+            busy = [w for w in self.workers if w.busy or w.engine is None]
+            poller, owners = select.poll(), {}
+            for w in busy:
+                for fd, events in w.interest():
+                    poller.register(fd, events)
+                    owners[fd] = w
+            remaining = max(0.0, min(w.deadline for w in busy) - time.monotonic())
+            for fd, _ in poller.poll(1000 * min(remaining, POLL_S) + 1):
+                owners[fd].ready(fd)
+            now = time.monotonic()
+            for w in busy:
+                w.check(now)
+        if worker.engine is not None:
+            self.engine = worker.engine
+        try:
+            reply = worker.result()
+        except WorkerLost:
+            self._replace(worker)
+            raise
+        worker.read_output()
+        return reply, worker.capture.take()
+
+    def release(self, worker: Worker, message: Any) -> None:
+        """Tell an idle worker something that needs no answer (`Release`)."""
+        if worker in self.workers and not worker.busy:
+            worker.pending += encode(message)
+            with contextlib.suppress(OSError):
+                worker.write()
+
+    def _replace(self, worker: Worker) -> None:
+        worker.close()
+        self.workers[self.workers.index(worker)] = Worker(self.init, self.timeout)
+
+    def close(self) -> None:
+        for worker in self.workers:
+            worker.close()
+        self.workers.clear()

@@ -1,0 +1,167 @@
+"""A worker process: imports the engine once, then runs cases and diagnoses sent to it.
+
+Started by `workers.pool` as ``python -c ...`` with three file descriptors: requests
+in, replies out, and a page of shared memory where it writes what its engine is doing
+(so the parent can say where it hung or died). Its stdout and stderr are the parent's
+capture pipe. It runs in a session of its own (a terminal's Ctrl-C is the parent's to
+handle), dies with the parent (Linux), and exits at once, leftover threads or not,
+when the parent closes the request pipe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import faulthandler
+import importlib
+import importlib.util
+import mmap
+import os
+import signal
+import struct
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+PHASE_BYTES = 4096
+_LENGTH = struct.Struct("<I")
+_PR_SET_PDEATHSIG = 1
+
+
+class Phase:
+    """What the engine is doing now, written where the parent can read it at any time."""
+
+    def __init__(self, fd: int) -> None:
+        self.map = mmap.mmap(fd, PHASE_BYTES)
+        self.stage = ""  # "" while running the case, " while diagnosing" after
+
+    def call(self, what: str) -> None:
+        """The driver is about to call the engine: `what` is a method or a node."""
+        self.set(f"{what}()" if what.isidentifier() else what)
+
+    def set(self, text: str) -> None:
+        data = (text + self.stage).encode(errors="replace")[: PHASE_BYTES - _LENGTH.size]
+        self.map[_LENGTH.size : _LENGTH.size + len(data)] = data
+        self.map[: _LENGTH.size] = _LENGTH.pack(len(data))
+
+
+def read_phase(memory: mmap.mmap) -> str:
+    (length,) = _LENGTH.unpack(memory[: _LENGTH.size])
+    return memory[_LENGTH.size : _LENGTH.size + length].decode(errors="replace")
+
+
+def main() -> None:
+    requests, replies, phase_fd = (int(arg) for arg in sys.argv[1:4])
+    _detach()
+    from .channel import Receiver, send
+
+    phase = Phase(phase_fd)
+    receiver = Receiver(requests, plain=False)
+
+    def read() -> Any:
+        try:
+            return receiver.read()
+        except EOFError:  # the parent is done with us: leave now, whatever threads remain
+            os._exit(0)
+
+    init = read()
+    phase.set("importing the engine")
+    factory, reply = _start(init)
+    send(replies, reply)
+    if factory is None:
+        os._exit(1)
+    _serve(read, lambda message: send(replies, message), factory, init.cwd, phase)
+
+
+def _detach() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(Exception):  # Linux: die with the parent, even when hung
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    faulthandler.enable(all_threads=True)  # a crash leaves its traceback in the capture
+
+
+def _start(init: Any) -> tuple[Callable[[], Any] | None, Any]:
+    """The engine factory and the `Ready` reply, or None and `InitFailed` saying why."""
+    from ..engines.adapters import engine_name, load_engine
+    from ..engines.driver import describe
+    from ..errors import GradcheckError
+    from .messages import InitFailed, Ready
+
+    sys.path[:] = list(init.sys_path) or sys.path
+    try:
+        os.chdir(init.cwd or os.getcwd())
+        for item in init.imports:
+            _import(item)
+        factory = load_engine(init.engine)
+        return factory, Ready(engine_name(factory))
+    except GradcheckError as e:
+        return None, InitFailed(str(e))
+    except BaseException as e:  # SystemExit or anything else the engine's module raised
+        return None, InitFailed(f"--engine: importing {init.engine} raised {describe(e)}")
+
+
+def _import(item: str) -> None:
+    """Import a file (by path) or a module (by name) before the engine."""
+    if not item.endswith(".py"):
+        importlib.import_module(item)
+        return
+    path = Path(item)
+    spec = importlib.util.spec_from_file_location(f"gradcheck_import_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+
+
+def _serve(
+    read: Callable[[], Any],
+    reply: Callable[[Any], None],
+    factory: Callable[[], Any],
+    cwd: str,
+    phase: Phase,
+) -> None:
+    from ..checking import EngineOutcome, diagnosis_step, engine_step
+    from ..engines.driver import describe, listen_to_calls
+    from .messages import Diagnose, Diagnosed, Release, RunCase
+
+    listen_to_calls(phase.call)
+    last: tuple[Any, Any] | None = None  # the case run last and its outcome, for Diagnose
+    while True:
+        message = read()
+        with contextlib.suppress(OSError):
+            os.chdir(cwd)  # an engine may have moved it; relative paths are the run's
+        if isinstance(message, RunCase):
+            last = None
+            phase.stage = ""
+            phase.set("starting the case")
+            try:
+                outcome = engine_step(message.case, factory, ask_twice=message.ask_twice)
+            except BaseException as e:  # KeyboardInterrupt from an engine's thread, say
+                outcome = EngineOutcome(error=f"the engine raised {describe(e)}")
+            _flush()
+            last = message.case, outcome
+            reply(outcome)
+        elif isinstance(message, Diagnose):
+            phase.stage = " while diagnosing"
+            try:
+                if last is None or last[1].run is None:
+                    raise RuntimeError("the worker holds no engine run to diagnose")
+                case, outcome = last
+                notes = diagnosis_step(
+                    case, message.reference, outcome.run, message.result, factory, message.stale
+                )
+            except BaseException as e:
+                notes = [f"diagnosis stopped: {describe(e)}"]
+            _flush()
+            reply(Diagnosed(message.result, notes))
+        elif isinstance(message, Release) and last is not None:
+            last[0].release()
+            last = None
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
