@@ -182,3 +182,35 @@ def test_importing_gradcheck_imports_nothing_heavy():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+# -- where the engine runs -------------------------------------------------------------
+
+HOSTILE = str(Path(__file__).resolve().parent / "hostile_engine.py")
+
+
+class ExitingEngine(BuiltinEngine):
+    def grad(self, output, wrt, cotangent):
+        sys.exit(3)
+
+
+def test_an_engine_calling_sys_exit_in_this_process_is_an_error_not_an_exit():
+    result = gradcheck.check("sum(x * x)", {"x": [1.0, 2.0]}, engine=ExitingEngine)
+    assert result.status == "error" and "sys.exit(3)" in result.message
+
+
+def test_a_spec_string_runs_in_a_worker_so_its_crash_is_an_error_here():
+    result = gradcheck.check("sum(segv * 2.0)", {"segv": [1.0, 2.0]}, engine=HOSTILE)
+    assert result.status == "error"
+    assert "the engine process was killed by SIGSEGV during grad()" in result.message
+
+
+def test_a_class_runs_in_a_worker_when_asked_and_importable(tmp_path):
+    report = gradcheck.run(
+        ROOT / "cases" / "seed.yaml", engine=BuiltinEngine, isolate="process", timeout=30
+    )
+    assert report.passed and report.engine == "builtin"
+    with pytest.raises(gradcheck.GradcheckError, match="cannot run in a worker"):
+        gradcheck.check("x * 2.0", {"x": [1.0]}, engine=lambda: BuiltinEngine(), isolate="process")
+    with pytest.raises(gradcheck.GradcheckError, match="isolate must be"):
+        gradcheck.check("x * 2.0", {"x": [1.0]}, isolate="thread")

@@ -101,7 +101,8 @@ def test_escaping_as_the_runner_requires() -> None:
     parsed = parse(line)
     assert unescape(parsed["file"]) == "dir, x/c:d.yaml"
     assert unescape(parsed["title"]) == "gradcheck: a,b:c%"
-    assert unescape(parsed["message"]) == "line 1\nline 2: 100%\r"
+    # Newlines are the message's own; a carriage return (a control character) is shown.
+    assert unescape(parsed["message"]) == "line 1\nline 2: 100%\\x0d"
     # Properties hold no raw separators, so the command parses unambiguously.
     props = line.split("::")[1].removeprefix("error ")
     assert [p.split("=")[0] for p in props.split(",")] == ["file", "line", "title"]

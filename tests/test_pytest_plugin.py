@@ -295,3 +295,19 @@ def test_user_ops_and_the_numeric_reference(project: pytest.Pytester) -> None:
     refused = project.runpytest_inprocess(*args, "--gradcheck-ops", "broken_ops.py")
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     refused.stderr.fnmatch_lines(["*gradcheck: broken_ops.py:3: op 'relu': shadows the builtin*"])
+
+
+def test_a_crashing_engine_fails_its_item_and_the_session_goes_on(
+    project: pytest.Pytester,
+) -> None:
+    shutil.copy(ROOT / "tests" / "hostile_engine.py", project.path / "hostile_engine.py")
+    (project.path / "cases" / "hostile.yaml").write_text(
+        "cases:\n"
+        "  - name: crashes\n    expr: sum(segv * 2.0)\n    inputs: {segv: [1.0, 2.0]}\n"
+        "  - name: fine\n    expr: sum(x * 2.0)\n    inputs: {x: [1.0, 2.0]}\n"
+    )
+    result = project.runpytest_subprocess(
+        "--gradcheck", "cases/hostile.yaml", "--gradcheck-engine", "hostile_engine.py", "-rA"
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*crashes*the engine process was killed by SIGSEGV*"])

@@ -31,6 +31,11 @@ Where the command line and the API differ:
   (the engine does not support an op) checked nothing. `RunReport.passed` is the
   command line's exit code 0, so there skipped cases pass unless ``strict=True``.
 * No reference cache unless `cache_dir` is given: a library call writes no files.
+* Where the engine runs (`isolate`): an ``--engine`` spec other than "builtin" runs in
+  worker processes, as on the command line, so a crash, hang or `os._exit` in it is
+  that case's error (with `timeout` seconds per case); an engine given as a Python
+  object (a class, a factory) runs in the caller's process, since it is the caller's.
+  ``isolate="process"`` runs a class in workers too, if it can be imported by name.
 
 Importing `gradcheck` imports nothing heavy; NumPy, the runner and (when a reference
 is computed) TensorFlow are imported on the first call.
@@ -44,7 +49,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .defaults import MAX_ELEMENTS, STALE_CHECK_LIMIT
+from .defaults import MAX_ELEMENTS, STALE_CHECK_LIMIT, TIMEOUT
 from .errors import CaseFileError, UsageError
 
 if TYPE_CHECKING:
@@ -294,6 +299,8 @@ def check(
     stale_check_limit: int | None = STALE_CHECK_LIMIT,
     cache_dir: str | os.PathLike[str] | None = None,
     ops: Sequence[str | os.PathLike[str]] = (),
+    isolate: str | None = None,
+    timeout: float = TIMEOUT,
     **case_options: Any,
 ) -> CheckResult:
     """Check `engine`'s gradients of `expr` at `inputs` against TensorFlow.
@@ -306,6 +313,7 @@ def check(
     or a zero-argument factory: every run of the case gets a fresh engine. Cases with
     more input elements than `stale_check_limit` ask for the gradients once (None: twice
     always, the stale-gradients check). `ops` are ops files to load first (``--ops``).
+    `isolate` is "process", "none" or None (see the module's notes).
     """
     from .cases.loader import load_case
     from .cases.model import InvalidCase
@@ -318,9 +326,16 @@ def check(
     item = load_case(data, file=file, line=line, max_elements=max_elements)
     if isinstance(item, InvalidCase):
         raise InvalidCaseError(item.message, file=file, line=item.line, name=item.name)
-    factory = _engine_factory(engine)
-    options = _options(diagnose=diagnose, stale_check_limit=stale_check_limit, cache_dir=cache_dir)
-    return CheckResult(check_case(item, factory, options))
+    engine = _engine(engine)
+    options = _options(
+        engine,
+        diagnose=diagnose,
+        stale_check_limit=stale_check_limit,
+        cache_dir=cache_dir,
+        isolate=isolate,
+        timeout=timeout,
+    )
+    return CheckResult(check_case(item, engine, options))
 
 
 def run(
@@ -338,6 +353,8 @@ def run(
     cache_dir: str | os.PathLike[str] | None = None,
     reference: str = "tensorflow",
     ops: Sequence[str | os.PathLike[str]] = (),
+    isolate: str | None = None,
+    timeout: float = TIMEOUT,
 ) -> RunReport:
     """`gradcheck run` from Python: every case of the files and folders `paths` names.
 
@@ -360,16 +377,19 @@ def run(
     items = load_paths(
         list(paths), keyword=keyword, max_elements=max_elements, rtol=rtol, atol=atol
     )
-    factory = _engine_factory(engine)
+    engine = _engine(engine)
     options = _options(
+        engine,
         strict=strict,
         fail_fast=fail_fast,
         diagnose=diagnose,
         stale_check_limit=stale_check_limit,
         cache_dir=cache_dir,
         reference=reference,
+        isolate=isolate,
+        timeout=timeout,
     )
-    return RunReport(run_cases(items, factory, options))
+    return RunReport(run_cases(items, engine, options))
 
 
 def fuzz(
@@ -414,9 +434,18 @@ def fuzz(
 # -- helpers ---------------------------------------------------------------------------
 
 
-def _options(*, cache_dir: str | os.PathLike[str] | None = None, **options: Any) -> Any:
-    from .runner import RunOptions
+def _options(
+    engine: Any,
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+    isolate: str | None = None,
+    **options: Any,
+) -> Any:
+    from .runner import RunOptions, default_isolation
 
+    if isolate not in (None, "process", "none"):
+        raise UsageError(f"isolate must be 'process', 'none' or None, not {isolate!r}")
+    options["isolate"] = isolate or default_isolation(engine)
     if cache_dir is None:
         return RunOptions(**options)
     from .cache import ReferenceCache
@@ -445,11 +474,10 @@ def _input_value(value: Any) -> Any:
         return value
 
 
-def _engine_factory(engine: EngineSpec) -> Callable[[], Any]:
+def _engine(engine: EngineSpec) -> str | Callable[[], Any]:
+    """A spec as it is (the runner loads it where the engine runs), or a checked factory."""
     if isinstance(engine, str):
-        from .engines.adapters import load_engine
-
-        return load_engine(engine)
+        return engine
     from .engines.protocol import missing_methods
 
     if inspect.isclass(engine):

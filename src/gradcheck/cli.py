@@ -253,13 +253,12 @@ def run(
 ) -> None:
     """Check every case against TensorFlow (or finite differences: --reference)."""
     from .cases import load_paths
-    from .engines.tensorflow import python_stderr_kept
     from .interrupts import Interrupted, handled
     from .runner import RunOptions, default_isolation, needs_tensorflow, prefetch_tensorflow
 
     if require_cache and not cache:
         raise GradcheckError("--require-cache needs the cache; drop --no-cache")
-    with handled(), python_stderr_kept():
+    with handled():
         options = RunOptions(
             strict=strict,
             fail_fast=fail_fast,
@@ -843,8 +842,11 @@ def _err(message: str) -> None:
 
 def main() -> None:
     """Console-script entry point."""
+    from .stderr import python_stderr_kept
+
     try:
-        app()
+        with python_stderr_kept():  # messages reach stderr while TensorFlow imports
+            app()
     except SystemExit as done:
         _exit(done.code)
     _exit(0)

@@ -30,7 +30,10 @@ Each case is an item ``path/file.yaml::case_name``; its tags are ``-k`` keywords
 failing case fails with gradcheck's plain-text report, its best explanation (top hint
 and fix) first; an engine error fails the same way; a case the engine does not support
 is skipped with the reason (``--gradcheck-strict``: it fails). The stale-gradients
-check has ``gradcheck run``'s size limit (``--gradcheck-stale-check-limit N``).
+check has ``gradcheck run``'s size limit (``--gradcheck-stale-check-limit N``). As with
+``gradcheck run``, an engine other than the builtin one runs in a worker process kept
+for the session (``--gradcheck-isolate process|none``), so its crash, hang or exit
+fails that item only; ``--gradcheck-timeout S`` bounds each case (default 60 s).
 
 ``--gradcheck-fuzz N`` (or ``gradcheck_fuzz = N`` in the ini file) adds one more item,
 ``gradcheck-fuzz``: ``gradcheck fuzz`` of the same engine over N examples (seed 0, or
@@ -59,7 +62,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .defaults import STALE_CHECK_LIMIT
+from .defaults import STALE_CHECK_LIMIT, TIMEOUT
 
 if TYPE_CHECKING:
     from .cases import Case
@@ -119,6 +122,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="what gradients are checked against (as gradcheck run --reference; default: "
         "the gradcheck_reference ini option, else tensorflow).",
+    )
+    group.addoption(
+        "--gradcheck-isolate",
+        choices=("process", "none"),
+        default=None,
+        help="where the engine runs: process (a worker kept for the session) or none "
+        "(pytest's own process, for pdb); default: process, none for the builtin engine.",
+    )
+    group.addoption(
+        "--gradcheck-timeout",
+        metavar="S",
+        type=float,
+        default=TIMEOUT,
+        help="seconds the engine may take on one case in its worker (default: 60).",
     )
     group.addoption(
         "--gradcheck-cache-dir",
@@ -210,14 +227,17 @@ class _State:
     fuzz_seed: int = 0
     fuzz_ops: list[str] | None = None
     fuzz_out: Path | None = None
-    _engine: Any = field(default=None, repr=False)  # the factory, or the UsageError
+    isolate: str | None = None
+    timeout: float = TIMEOUT
+    _engine: Any = field(default=None, repr=False)  # the factory, or the UsageError (fuzz)
+    _checker: Any = field(default=None, repr=False)  # the Checker, or EngineUnavailable
 
     def covers(self, path: Path) -> bool:
         path = _absolute(path)
         return any(path == root or root in path.parents for root in self.roots)
 
     def engine(self) -> EngineFactory:
-        """The engine factory, loaded once per session, at the first item that runs."""
+        """The engine factory, loaded in this process once per session (the fuzz item's)."""
         if self._engine is None:
             from .engines.adapters import load_engine
             from .errors import GradcheckError
@@ -225,21 +245,45 @@ class _State:
             try:
                 self._engine = load_engine(self.engine_spec)
             except GradcheckError as e:
-                message = str(e)  # load_engine speaks of the CLI's option
-                if message.startswith("--engine"):
-                    message = "--gradcheck-engine" + message.removeprefix("--engine")
-                self._engine = EngineUnavailable(f"gradcheck: {message}")
+                self._engine = EngineUnavailable(f"gradcheck: {_as_plugin_option(e)}")
         if isinstance(self._engine, EngineUnavailable):
             raise self._engine
         return self._engine
 
+    def check(self, case: Case) -> CaseResult:
+        """Check `case` with the session's engine, loaded (or its workers started) at the
+        first item that runs; every item fails with the same message if it cannot be."""
+        from .errors import GradcheckError
+
+        if isinstance(self._checker, EngineUnavailable):
+            raise self._checker
+        try:
+            if self._checker is None:
+                from .runner import Checker
+
+                self._checker = Checker(self.engine_spec, self.options)
+            return self._checker.check(case)
+        except GradcheckError as e:
+            self.close()
+            self._checker = EngineUnavailable(f"gradcheck: {_as_plugin_option(e)}")
+            raise self._checker from None
+
+    def close(self) -> None:
+        if self._checker is not None and not isinstance(self._checker, EngineUnavailable):
+            self._checker.close()
+            self._checker = None
+
     @cached_property
     def options(self) -> RunOptions:
         """Made once per session: one reference cache, so one warning at most."""
-        from .runner import RunOptions
+        from .runner import RunOptions, default_isolation
 
         options = RunOptions(
-            strict=self.strict, stale_check_limit=self.stale_check_limit, reference=self.reference
+            strict=self.strict,
+            stale_check_limit=self.stale_check_limit,
+            reference=self.reference,
+            isolate=self.isolate or default_isolation(self.engine_spec),  # type: ignore[arg-type]
+            timeout=self.timeout,
         )
         if self.cache_dir is None:
             return options
@@ -297,7 +341,23 @@ def pytest_configure(config: pytest.Config) -> None:
         fuzz_seed=config.getoption("gradcheck_fuzz_seed"),
         fuzz_ops=config.getini("gradcheck_fuzz_ops") or None,
         fuzz_out=invocation_dir / fuzz_out if fuzz_out else None,
+        isolate=config.getoption("gradcheck_isolate"),
+        timeout=config.getoption("gradcheck_timeout"),
     )
+
+
+def _as_plugin_option(error: Exception) -> str:
+    """The engine loader's message, which speaks of the command line's option, as ours."""
+    message = str(error)
+    if message.startswith("--engine"):
+        message = "--gradcheck-engine" + message.removeprefix("--engine")
+    return message
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(_STATE, None)
+    if state is not None:
+        state.close()  # the session's worker processes
 
 
 def _load_ops(paths: list[Path]) -> None:
@@ -395,10 +455,8 @@ class CaseItem(pytest.Item):
         self.extra_keyword_matches.update(case.tags)  # `-k matmul` selects by tag too
 
     def runtest(self) -> None:
-        from .runner import check_case
-
         state = self.config.stash[_STATE]
-        self.result = result = check_case(self.case, state.engine(), state.options)
+        self.result = result = state.check(self.case)
         if result.status == "skipped":
             _skip(result.message or "skipped")
         if result.status != "passed":

@@ -44,30 +44,6 @@ def quiet_import() -> Iterator[None]:
         yield
 
 
-@contextlib.contextmanager
-def python_stderr_kept() -> Iterator[None]:
-    """Python's writes to stderr (gradcheck's messages, tracebacks) reach the terminal even
-    while another thread has fd 2 pointed at /dev/null for TensorFlow's import: for the
-    duration, `sys.stderr` writes to a duplicate of fd 2. Nothing changes when `sys.stderr`
-    is not fd 2's stream (a test runner's capture)."""
-    try:
-        own = sys.stderr.fileno() == 2
-    except (AttributeError, OSError, ValueError):
-        own = False
-    if not own:
-        yield
-        return
-    saved = sys.stderr
-    saved.flush()
-    encoding, errors = saved.encoding, saved.errors or "backslashreplace"
-    with open(os.dup(2), "w", encoding=encoding, errors=errors, buffering=1) as duplicate:
-        sys.stderr = duplicate
-        try:
-            yield
-        finally:
-            sys.stderr = saved
-
-
 # When TensorFlow's one-off import ran (time.perf_counter()), once it has: per-case
 # durations leave it out, as pytest's leave out collection.
 import_span: tuple[float, float] | None = None

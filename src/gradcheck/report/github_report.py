@@ -6,17 +6,20 @@ annotation on the case's line in the pull request::
     ::error file=cases/seed.yaml,line=23,title=gradcheck%3A seed_batched_matmul_chain::…
 
 The message is the case's headline (its top hint's code and message, else its message),
-the top hint's fix, and the run's root cause when other cases share it. Passing and
-skipped cases get none. Values are escaped as the runner decodes them: ``%``, CR and LF
-everywhere, and ``:`` and ``,`` in properties too. The file is the case's path as given
-on the command line, with ``/`` separators: run gradcheck from the repository root so
-that it is the path GitHub knows.
+the top hint's fix, and the run's root cause when other cases share it. Passing, skipped
+and unrun cases get none. Control characters are shown as escapes
+(`report.text.printable`); then values are escaped as the runner decodes them: ``%``,
+CR and LF everywhere, and ``:`` and ``,`` in properties too. So an annotation is always
+one line, and no text in it can start another workflow command. The file is the case's
+path as given on the command line, with ``/`` separators: run gradcheck from the
+repository root so that it is the path GitHub knows.
 """
 
 from __future__ import annotations
 
 from gradcheck.report.rich_report import headline
 from gradcheck.report.rich_summary import citation
+from gradcheck.report.text import printable
 from gradcheck.results import CaseResult, RunResult
 
 ANNOTATED = ("failed", "error", "invalid")
@@ -35,9 +38,9 @@ def annotation(case: CaseResult, cause: str | None = None) -> str:
     """The ``::error`` workflow command for one case (`cause`: the run's root cause it
     shares, `rich_summary.citation`)."""
     properties = {
-        "file": _path(case.file),
+        "file": printable(_path(case.file)),
         "line": str(max(case.line, 1)),
-        "title": f"gradcheck: {case.name}",
+        "title": printable(f"gradcheck: {case.name}"),
     }
     props = ",".join(f"{key}={escape_property(value)}" for key, value in properties.items())
     return f"::error {props}::{escape_data(message(case, cause))}"
@@ -47,9 +50,9 @@ def message(case: CaseResult, cause: str | None = None) -> str:
     """What the annotation says: the headline, the top hint's fix, the run's cause."""
     text = headline(case)
     if case.hints:
-        text += f"\nfix: {case.hints[0].fix}"
+        text += f"\nfix: {printable(case.hints[0].fix)}"
     if cause:
-        text += f"\n{cause}"
+        text += f"\n{printable(cause)}"
     return text
 
 

@@ -3,13 +3,16 @@
 Every number that is not finite (a NaN or infinite difference) becomes `null`, so the
 output is strict JSON that any parser accepts; a `null` difference always means "no
 finite value", which readers must already handle because `max_rel_diff` is `null`
-when the shapes differ.
+when the shapes differ. Strings keep what they hold, control characters escaped as
+JSON escapes (``\u001b``), C1 ones and DEL included, so a JSON report printed to a
+terminal cannot act on it. `captured` is what the engine printed during the case.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -35,7 +38,11 @@ def to_json(
 ) -> str:
     """The run as a strict JSON string (no NaN/Infinity literals)."""
     data = to_dict(run, tool_version=tool_version, verbose=verbose)
-    return json.dumps(data, indent=indent, allow_nan=False, ensure_ascii=False)
+    text = json.dumps(data, indent=indent, allow_nan=False, ensure_ascii=False)
+    return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text)  # json escapes C0 itself
+
+
+_C1 = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def _case(case: CaseResult, verbose: bool) -> dict[str, Any]:
@@ -53,6 +60,7 @@ def _case(case: CaseResult, verbose: bool) -> dict[str, Any]:
         "inputs": [_input(result, verbose) for result in case.inputs],
         "nodes": [_node(node) for node in case.nodes],
         "hints": [hint.to_dict() for hint in case.hints],
+        "captured": case.captured,
         "duration_s": round(case.duration_s, 3),
     }
     if case.status == "error":

@@ -1,5 +1,10 @@
 """JUnit XML (SPEC §7) for CI servers: one testcase per case, the rich report as its text
-(citing the run's root cause a failure shares with other cases)."""
+(citing the run's root cause a failure shares with other cases).
+
+What the engine printed during a case is its ``<system-out>``. Control characters are
+shown as escapes (XML 1.0 could not hold most of them anyway), and no line of the
+document starts a GitHub Actions workflow command (`report.text`).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import xml.etree.ElementTree as ET
 
 from gradcheck.report.rich_report import headline, plain_text
 from gradcheck.report.rich_summary import citation
+from gradcheck.report.text import no_workflow_commands, printable
 from gradcheck.results import CaseResult, RunResult
 
 # XML 1.0 cannot hold most control characters at all (not even escaped), and engine
@@ -21,7 +27,7 @@ def to_junit(run: RunResult) -> str:
         "tests": str(len(run.cases)),
         "failures": str(run.count("failed")),
         "errors": str(run.count("error") + run.count("invalid")),
-        "skipped": str(run.count("skipped")),
+        "skipped": str(run.count("skipped") + run.count("not run")),
         "time": _seconds(run.duration_s),
     }
     root = ET.Element("testsuites", {"name": "gradcheck", **counts})
@@ -32,7 +38,7 @@ def to_junit(run: RunResult) -> str:
     for case in run.cases:
         suite.append(_testcase(case, citation(run, case)))
     ET.indent(root)
-    return ET.tostring(root, encoding="unicode", xml_declaration=True)
+    return no_workflow_commands(ET.tostring(root, encoding="unicode", xml_declaration=True))
 
 
 def _testcase(case: CaseResult, cause: str | None) -> ET.Element:
@@ -47,7 +53,7 @@ def _testcase(case: CaseResult, cause: str | None) -> ET.Element:
             "line": str(case.line),
         },
     )
-    if case.status == "skipped":
+    if case.status in ("skipped", "not run"):
         ET.SubElement(element, "skipped", {"message": _clean(case.message)})
     elif case.status in ("failed", "error", "invalid"):
         tag = "failure" if case.status == "failed" else "error"
@@ -55,6 +61,8 @@ def _testcase(case: CaseResult, cause: str | None) -> ET.Element:
         message = headline(case) + (f" ({cause})" if cause else "")
         child = ET.SubElement(element, tag, {"message": _clean(message), "type": kind})
         child.text = _clean(plain_text(case, cause=cause))
+    if case.captured:
+        ET.SubElement(element, "system-out").text = _clean(case.captured)
     return element
 
 
@@ -69,4 +77,4 @@ def _seconds(value: float) -> str:
 
 
 def _clean(text: str) -> str:
-    return _NOT_XML.sub("\ufffd", text)
+    return _NOT_XML.sub("\ufffd", printable(text))

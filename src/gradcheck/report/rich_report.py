@@ -1,9 +1,11 @@
 """Human-readable report (SPEC §5): a line per passing case, a diagnosis per failing one.
 
 Everything that comes from a user (case names, expressions, messages, engine
-tracebacks) is wrapped in `Text`, never handed to rich as a string, so `[red]` in a
-case name is printed as written instead of being parsed as markup. Colour is left
-to rich, which drops it for `NO_COLOR` and for output that is not a terminal.
+tracebacks, what an engine printed) is wrapped in `Text`, never handed to rich as a
+string, so `[red]` in a case name is printed as written instead of being parsed as
+markup, and its control characters are shown as escapes (`report.text`). Colour is left
+to rich, which drops it for `NO_COLOR` and for output that is not a terminal; there,
+no line of the report can start a GitHub Actions workflow command.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gradcheck.report.rich_summary import citation, run_summary
+from gradcheck.report.text import no_workflow_commands, printable
 from gradcheck.results import CaseResult, Comparison, Hint, RunResult
 
 STATUS_WORD = {
@@ -27,6 +30,7 @@ STATUS_WORD = {
     "error": "ERROR",
     "skipped": "SKIPPED",
     "invalid": "INVALID",
+    "not run": "NOT RUN",
 }
 STATUS_STYLE = {
     "passed": "green",
@@ -34,6 +38,7 @@ STATUS_STYLE = {
     "error": "bold red",
     "skipped": "yellow",
     "invalid": "bold magenta",
+    "not run": "dim",
 }
 CONFIDENCE_STYLE = {"exact": "bold green", "likely": "yellow", "possible": "dim"}
 
@@ -46,16 +51,30 @@ FAILING_ARRAY_LIMIT = 27
 # The last lines of an engine traceback name the call that failed; `-v` and the JSON
 # report keep the whole thing.
 TRACEBACK_TAIL_LINES = 12
+# Of what an engine printed, a failing case shows the last lines; `-v` and JSON keep it all.
+CAPTURED_TAIL_LINES = 20
 INDENT = 2
 
 
 def render(run: RunResult, console: Console, *, verbose: bool = False, quiet: bool = False) -> None:
     """Print the whole run: every case (only failures when `quiet`), the run's diagnosis and
-    (unless `quiet`) its report card, then the summary."""
+    (unless `quiet`) its report card, then the summary.
+
+    On a terminal as it goes; elsewhere (a CI log) whole, once no line of it can start a
+    workflow command.
+    """
+    if console.is_terminal:
+        _render(run, console, verbose, quiet)
+        return
+    with console.capture() as captured:
+        _render(run, console, verbose, quiet)
+    console.file.write(no_workflow_commands(captured.get()))
+
+
+def _render(run: RunResult, console: Console, verbose: bool, quiet: bool) -> None:
     if not quiet:
-        console.print(
-            Text(f"gradcheck: engine {run.engine}, reference {run.reference}", style="dim")
-        )
+        header = f"gradcheck: engine {run.engine}, reference {run.reference}"
+        console.print(_plain(header, style="dim"))
     for case in run.cases:
         if quiet and case.passed:
             continue
@@ -92,23 +111,24 @@ def plain_text(case: CaseResult, *, width: int = 80, cause: str | None = None) -
     # rich pads every line of a multi-line block to the block's width; plain text
     # (a CI log, an XML attribute's neighbour) is easier to read and diff without it.
     lines = [line.rstrip() for line in buffer.getvalue().splitlines()]
-    return "\n".join(lines).rstrip("\n") + "\n"
+    return no_workflow_commands("\n".join(lines).rstrip("\n") + "\n")
 
 
 def summary_line(run: RunResult) -> str:
     """pytest-style totals: `1 failed, 12 passed, 2 skipped in 0.84s` (zero counts left out)."""
     parts = []
-    for status in ("failed", "error", "invalid", "passed", "skipped"):
+    for status in ("failed", "error", "invalid", "passed", "skipped", "not run"):
         count = run.count(status)
         if count:
             noun = "errors" if status == "error" and count > 1 else status
             parts.append(f"{count} {noun}")
     counts = ", ".join(parts) or "no cases ran"
-    return f"{counts} in {run.duration_s:.2f}s"
+    stopped = f"interrupted by {run.interrupted}: " if run.interrupted else ""
+    return f"{stopped}{counts} in {run.duration_s:.2f}s"
 
 
 def _summary_style(run: RunResult) -> str:
-    bad = any(run.count(status) for status in ("failed", "error", "invalid"))
+    bad = run.interrupted or any(run.count(s) for s in ("failed", "error", "invalid"))
     return "bold red" if bad else "bold green"
 
 
@@ -116,8 +136,8 @@ def headline(case: CaseResult) -> str:
     """One line saying why a case did not pass: its top hint, else its message."""
     if case.hints:
         top = case.hints[0]
-        return f"{top.code}: {top.message}"
-    return case.message or case.status
+        return printable(f"{top.code}: {top.message}")
+    return printable(case.message or case.status)
 
 
 # --- one case -------------------------------------------------------------------------
@@ -133,12 +153,13 @@ def _case_renderables(
                 yield _indented(Text(f"{hint.code}: {hint.message}", style="dim"))
         if verbose:
             yield from _comparisons(case, verbose, width)
+            yield from _captured(case, verbose)
             yield Text()
     elif case.status == "skipped":
         yield _status_line(
             case, case_id=f"{case.file}::{case.name}", detail=_user_text(case.message, "yellow")
         )
-    elif case.status == "invalid":
+    elif case.status in ("invalid", "not run"):
         yield _status_line(case, case_id=_invalid_location(case), detail=Text())
     elif case.status == "error":
         yield _status_line(case, case_id=_full_id(case), detail=_duration(case))
@@ -151,7 +172,7 @@ def _case_renderables(
 def _status_line(case: CaseResult, *, case_id: str, detail: Text) -> Text:
     # Pad to the longest word (SKIPPED/INVALID) so the case ids line up.
     line = Text.assemble(
-        (f"{STATUS_WORD[case.status]:<7}", STATUS_STYLE[case.status]), " ", case_id
+        (f"{STATUS_WORD[case.status]:<7}", STATUS_STYLE[case.status]), " ", printable(case_id)
     )
     if detail:
         line.append("  ")
@@ -171,12 +192,18 @@ def _invalid_location(case: CaseResult) -> str:
 
 
 def _user_text(text: str, style: str = "") -> Text:
-    """Engine messages and tracebacks as inert text.
+    """Engine messages, tracebacks and output as inert text.
 
     They may carry ANSI colour codes (coloured exception messages); decoding them into
     styles lets rich drop them for NO_COLOR and files instead of passing raw escapes on.
+    Every other control character is shown as an escape.
     """
-    return Text.from_ansi(text, style=style)
+    return Text.from_ansi(printable(text, colour=True), style=style)
+
+
+def _plain(text: str, style: str = "") -> Text:
+    """Text from a case file (an expression, a node, a hint quoting one), escaped."""
+    return Text(printable(text), style=style)
 
 
 def _duration(case: CaseResult) -> Text:
@@ -192,29 +219,44 @@ def _failure_body(
     case: CaseResult, verbose: bool, width: int, cause: str | None
 ) -> Iterator[RenderableType]:
     if case.expr:
-        yield _indented(Text.assemble(("expr ", "dim"), (case.expr, "cyan")))
+        yield _indented(_expr(case))
     if case.message:
         yield _indented(_user_text(case.message))
     yield from _comparisons(case, verbose, width)
     if verbose and case.nodes:
         yield _nodes(case)
     yield from _hint_blocks(case, cause)
+    yield from _captured(case, verbose)
     yield Text()
 
 
 def _error_body(case: CaseResult, verbose: bool, cause: str | None) -> Iterator[RenderableType]:
     if case.expr:
-        yield _indented(Text.assemble(("expr ", "dim"), (case.expr, "cyan")))
+        yield _indented(_expr(case))
     yield _indented(_user_text(case.message or "engine error", style="red"))
     if case.traceback:
-        lines = case.traceback.rstrip().splitlines()
-        if not verbose:
-            lines = lines[-TRACEBACK_TAIL_LINES:]
-        yield _indented(_user_text("\n".join(lines), style="dim"))
+        yield _indented(_user_text(_tail(case.traceback, TRACEBACK_TAIL_LINES, verbose), "dim"))
     if verbose and case.nodes:
         yield _nodes(case)
     yield from _hint_blocks(case, cause)  # where the error is, when the diagnosis found it
+    yield from _captured(case, verbose)
     yield Text()
+
+
+def _expr(case: CaseResult) -> Text:
+    return Text.assemble(("expr ", "dim"), (printable(case.expr), "cyan"))
+
+
+def _tail(text: str, lines: int, verbose: bool) -> str:
+    kept = text.rstrip().splitlines()
+    return "\n".join(kept if verbose else kept[-lines:])
+
+
+def _captured(case: CaseResult, verbose: bool) -> Iterator[RenderableType]:
+    """What the engine printed during the case, under the case it belongs to."""
+    if case.captured.strip():
+        yield _indented(Text("captured output:", style="dim"))
+        yield _indented(_user_text(_tail(case.captured, CAPTURED_TAIL_LINES, verbose)), 2)
 
 
 # --- comparisons ----------------------------------------------------------------------
@@ -247,7 +289,7 @@ def _comparison_table(rows: list[tuple[str, Comparison]]) -> Table:
     for name, c in rows:
         shape_style = "" if c.reference_shape == c.engine_shape else "bold red"
         table.add_row(
-            Text(name, style="bold"),
+            _plain(name, style="bold"),
             Text(_shape(c.reference_shape)),
             Text(_shape(c.engine_shape), style=shape_style),
             Text(_number(c.max_abs_diff)),
@@ -270,7 +312,7 @@ def _number(value: float | None) -> str:
 def _arrays(name: str, comparison: Comparison, width: int) -> RenderableType:
     """Reference, engine and difference side by side, for arrays small enough to read."""
     reference, engine = comparison.reference, comparison.engine
-    title = Text.assemble((name, "bold"), " arrays")
+    title = Text.assemble((printable(name), "bold"), " arrays")
     if comparison.worst_index is not None:
         title.append(f", worst at index {tuple(comparison.worst_index)}", style="dim")
     if reference is None or engine is None:
@@ -318,7 +360,7 @@ def _nodes(case: CaseResult) -> RenderableType:
     for node in case.nodes:
         lines.append("\n  ")
         lines.append(f"{node.status:<7}", style=STATUS_STYLE.get(node.status, ""))
-        lines.append(f" {node.node}")
+        lines.append(f" {printable(node.node)}")
         if node.args:
             lines.append(f"  (args {', '.join(map(str, node.args))})", style="dim")
     return _indented(lines)
@@ -358,19 +400,19 @@ def _top_hint(hint: Hint, cause: str | None = None) -> Table:
             (hint.confidence, CONFIDENCE_STYLE.get(hint.confidence, "")),
         ),
     )
-    grid.add_row("", Text(hint.message))
+    grid.add_row("", _plain(hint.message))
     if hint.mechanism:
-        mechanism = Text(hint.mechanism, style="bold")
+        mechanism = _plain(hint.mechanism, style="bold")
         if hint.region:
-            mechanism.append(f"  where {hint.region}", style="")
+            mechanism.append(f"  where {printable(hint.region)}", style="")
         grid.add_row("mechanism", mechanism)
-    grid.add_row("fix", Text(hint.fix, style="green"))
+    grid.add_row("fix", _plain(hint.fix, style="green"))
     if hint.node:
-        grid.add_row("node", Text(hint.node, style="cyan"))
+        grid.add_row("node", _plain(hint.node, style="cyan"))
     if hint.also:
-        grid.add_row("also", Text("seen as " + "; ".join(_also(h) for h in hint.also), style="dim"))
+        grid.add_row("also", _plain("seen as " + "; ".join(_also(h) for h in hint.also), "dim"))
     if cause:
-        grid.add_row("run", Text(cause, style="dim"))
+        grid.add_row("run", _plain(cause, style="dim"))
     return grid
 
 
@@ -395,9 +437,9 @@ def _compact_hints(heading: str, hints: list[Hint]) -> RenderableType:
             " (",
             (hint.confidence, CONFIDENCE_STYLE.get(hint.confidence, "")),
             ") ",
-            hint.message,
+            printable(hint.message),
         )
         text.append("\nfix: ", style="dim")
-        text.append(hint.fix)
+        text.append(printable(hint.fix))
         grid.add_row("-", text)
     return Group(Text(heading + ":", style="dim"), grid)

@@ -242,9 +242,12 @@ class Worker:
             self.read_replies()  # a reply written just before exiting still counts
         if self.done():
             return
-        code = self.process.poll()
+        try:  # its pipe closed: it is exiting, or it closed the pipe and lives on
+            code = self.process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            code = None
         self.kill()
-        if code is None:  # alive, but its pipe to gradcheck is closed
+        if code is None:
             how = "closed its pipe to gradcheck"
         elif code >= 0:
             how = f"exited with status {code}"
