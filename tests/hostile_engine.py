@@ -5,6 +5,7 @@ hold one case per misbehaviour, each beside well-behaved neighbours:
 
 * ``exit0``: ``os._exit(0)`` in grad; ``sysexit``: ``sys.exit(3)`` in grad;
 * ``segv``: a segfault (through ctypes) in grad; ``hang``: sleeps forever in grad;
+* ``oom``: kills itself with SIGKILL in grad, as the out-of-memory killer would;
 * ``thread``: leaves a non-daemon thread that never ends, and answers correctly;
 * ``chdir``: moves the working directory elsewhere, and answers correctly;
 * ``cplx``: adds 1000j to its gradients; ``badstr``: raises an exception whose
@@ -24,6 +25,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import signal
 import sys
 import threading
 import time
@@ -65,6 +67,8 @@ class Engine(BuiltinEngine):
             sys.exit(3)
         if "segv" in names:
             _segfault()
+        if "oom" in names:
+            os.kill(os.getpid(), signal.SIGKILL)
         if "hang" in names:
             while True:
                 time.sleep(1)

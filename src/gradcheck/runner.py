@@ -14,13 +14,10 @@ the rest `not run`. The exit code is computed from the reports alone (`RunResult
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -38,13 +35,13 @@ from .engines.tensorflow import TensorFlowEngine, load_tensorflow, reference_lab
 from .errors import UsageError
 from .results import CaseResult, RunResult
 from .workers.engines import InProcess, Isolated, Ticket
-from .workers.messages import WorkerInit
-from .workers.pool import WorkerLost
+from .workers.pool import WorkerLost, worker_init
 
 Isolation = Literal["process", "none"]
-# References computed ahead of the case being checked: at most this many cases, holding
-# at most this many input elements (a large case's are computed when it comes).
-AHEAD_CASES, AHEAD_ELEMENTS = 8, 1_000_000
+# In this process, a case with this many input elements has its reference computed on
+# TensorFlow's thread while the engine runs: large arrays' kernels let go of the GIL. A
+# smaller case is quicker one step after the other, as its steps mostly hold the GIL.
+OVERLAP_ELEMENTS = 100_000
 
 
 @dataclass(frozen=True)
@@ -57,7 +54,6 @@ class RunOptions:
     stale_check_limit: int | None = STALE_CHECK_LIMIT  # input elements; None: every case
     isolate: Isolation = "none"  # where the engine runs: worker processes, or this one
     timeout: float = TIMEOUT  # seconds per case in a worker (a case's `timeout:` wins)
-    workers: int = 1  # worker processes (isolate="process")
     # Files or modules a worker imports before the engine (op declarations, say).
     imports: tuple[str, ...] = field(default_factory=tuple)
 
@@ -107,6 +103,8 @@ class _ReferenceThread:
     def __init__(self) -> None:
         self._jobs: deque[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]] = deque()
         self._wake = threading.Condition()
+        self._idle = threading.Condition()
+        self._busy = False
         self._thread: threading.Thread | None = None
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
@@ -121,17 +119,32 @@ class _ReferenceThread:
             self._wake.notify()
         return future
 
+    def drain(self) -> None:
+        """Cancel the jobs not begun; wait for the one running, if any."""
+        with self._wake:
+            jobs, self._jobs = list(self._jobs), deque()
+        for future, _, _ in jobs:
+            future.cancel()
+        with self._idle:
+            while self._busy:
+                self._idle.wait()
+
     def _serve(self) -> None:
         while True:
             with self._wake:
                 while not self._jobs:
                     self._wake.wait()
                 future, fn, args = self._jobs.popleft()
+            with self._idle:
+                self._busy = True
             if future.set_running_or_notify_cancel():
                 try:
                     future.set_result(fn(*args))
                 except BaseException as e:
                     future.set_exception(e)
+            with self._idle:
+                self._busy = False
+                self._idle.notify_all()
 
 
 _REFERENCES = _ReferenceThread()
@@ -160,12 +173,6 @@ def needs_tensorflow(options: RunOptions) -> bool:
 # -- one case --------------------------------------------------------------------------
 
 
-def _overlap(span: tuple[float, float] | None, start: float, end: float) -> float:
-    if span is None:
-        return 0.0
-    return max(0.0, min(span[1], end) - max(span[0], start))
-
-
 class Checker:
     """Checks cases with one engine side (a worker pool, or this process) kept between them."""
 
@@ -179,8 +186,8 @@ class Checker:
                     "name (a class defined in __main__, a function); pass an --engine spec "
                     "('path/file.py:Class') or isolate='none'"
                 )
-            init = WorkerInit(self.spec, options.imports, tuple(sys.path), os.getcwd())
-            self.engines: InProcess | Isolated = Isolated(init, options.workers, options.timeout)
+            init = worker_init(self.spec, options.imports)
+            self.engines: InProcess | Isolated = Isolated(init, options.timeout)
         else:
             factory = load_engine(engine) if isinstance(engine, str) else engine
             self.engines = InProcess(factory)
@@ -206,31 +213,35 @@ class Checker:
         return self.engines.start(case, self.ask_twice(case), case.timeout or self.options.timeout)
 
     def check(self, case: Case) -> CaseResult:
-        """One case, start to end: the reference computed here, on this thread."""
+        """One case, start to end, its reference and its engine side by side: the engine in
+        its worker while the reference is computed here, or (in this process, for a case
+        large enough that NumPy and TensorFlow let go of the GIL) the reference on
+        TensorFlow's thread while the engine runs here."""
         try:
-            return self.finish(self.start(case), lambda: reference_run(case, self.options))
+            started = time.perf_counter()
+            ticket = self.start(case)
+            background = isinstance(self.engines, InProcess) and case.elements >= OVERLAP_ELEMENTS
+            reference = _Reference(case, self.options, background=background)
+            return self._finish(ticket, reference, started)
         finally:
             case.release()
 
-    def finish(self, ticket: Ticket, reference: Callable[[], EngineRun]) -> CaseResult:
-        """The case whose engine step `ticket` holds, once `reference()` gives its reference."""
-        started, case, options = time.perf_counter(), ticket.case, self.options
+    def _finish(self, ticket: Ticket, reference: _Reference, started: float) -> CaseResult:
+        case, options = ticket.case, self.options
         result = new_result(case)
         try:
             outcome, captured = self.engines.outcome(ticket)
         except WorkerLost as lost:
             outcome, captured = EngineOutcome(error=lost.message), lost.captured
         result.captured = captured
-        waited = [time.perf_counter()]  # the wait for the reference: [start, end]
         try:
-            reference_run_ = reference()
+            reference_run_ = reference.get()
         except ReferenceNotCached as missing:
-            return self._done(error(result, missing.message), ticket, started, waited)
+            return self._done(error(result, missing.message), ticket, started, reference)
         except EngineFailure as failure:
             message = f"TensorFlow could not compute the reference: {failure.message}"
             error(result, message, failure.traceback_tail)
-            return self._done(result, ticket, started, waited)
-        waited.append(time.perf_counter())
+            return self._done(result, ticket, started, reference)
         problems = expect_problems(case, reference_run_)
         notes = list(problems)
         if not ticket.ask_twice:
@@ -252,19 +263,50 @@ class Checker:
             result.message = "; ".join(filter(None, [result.message, *diagnosis_notes]))
             if output:
                 result.captured += f"\n[while diagnosing]\n{output}" if captured else output
-        return self._done(result, ticket, started, waited)
+        return self._done(result, ticket, started, reference)
 
     def _done(
-        self, result: CaseResult, ticket: Ticket, started: float, waited: list[float]
+        self, result: CaseResult, ticket: Ticket, started: float, reference: _Reference
     ) -> CaseResult:
         """Release the engine's hold on the case; time it without TensorFlow's import."""
         self.engines.release(ticket)
-        end = time.perf_counter()
-        wait_start, wait_end = waited[0], waited[1] if len(waited) > 1 else end
-        result.duration_s = (
-            end - started - _overlap(tensorflow_module.import_span, wait_start, wait_end)
-        )
+        result.duration_s = time.perf_counter() - started - reference.import_wait()
         return result
+
+
+class _Reference:
+    """A case's reference: computed at once on this thread, or on TensorFlow's thread
+    (`background`) and waited for when needed. Knows how long it waited for TensorFlow's
+    one-off import, which case durations leave out."""
+
+    def __init__(self, case: Case, options: RunOptions, *, background: bool) -> None:
+        self.future: Future[EngineRun] | None = None
+        self.span = (time.perf_counter(), 0.0)
+        if background:
+            self.future = _REFERENCES.submit(reference_run, case, options)
+            return
+        try:
+            self.value, self.error = reference_run(case, options), None
+        except EngineFailure as e:
+            self.value, self.error = None, e
+        self.span = self.span[0], time.perf_counter()
+
+    def get(self) -> EngineRun:
+        if self.future is not None:
+            try:
+                return _result_of(self.future)
+            finally:
+                self.span = self.span[0], time.perf_counter()
+        if self.error is not None:
+            raise self.error
+        assert self.value is not None
+        return self.value
+
+    def import_wait(self) -> float:
+        """The seconds of TensorFlow's import that this case spent waiting for."""
+        span = tensorflow_module.import_span
+        end = self.span[1] or time.perf_counter()
+        return 0.0 if span is None else max(0.0, min(span[1], end) - max(span[0], self.span[0]))
 
 
 def check_case(
@@ -278,13 +320,6 @@ def check_case(
 # -- a run -----------------------------------------------------------------------------
 
 
-@dataclass
-class _Slot:
-    item: Case | InvalidCase
-    reference: Future[Any] | None = None
-    ticket: Ticket | None = None
-
-
 def run(
     items: Sequence[Case | InvalidCase],
     engine: str | EngineFactory,
@@ -293,8 +328,10 @@ def run(
 ) -> RunResult:
     """Check every case in order; invalid ones are reported as they are, never run.
 
-    `engine` is an ``--engine`` spec or an engine factory. A SIGINT or SIGTERM caught by
-    `interrupts.handled` ends the run early with the rest of the cases `not run`.
+    `engine` is an ``--engine`` spec or an engine factory. TensorFlow's import starts at
+    once (when a reference may need it), as do the workers' imports of the engine. A
+    SIGINT or SIGTERM caught by `interrupts.handled` ends the run early with the rest of
+    the cases `not run`.
     """
     started = time.perf_counter()
     results: list[CaseResult] = []
@@ -302,12 +339,17 @@ def run(
     if cases and needs_tensorflow(options):
         prefetch_tensorflow()
     interrupted = None
-    slots: deque[_Slot] = deque()
     checker = Checker(engine, options) if cases else None
     try:
         if checker is not None:
             checker.engines.warm()
-        for result in _checked(items, checker, slots):
+        for item in items:
+            interrupts.check()
+            if isinstance(item, Case):
+                assert checker is not None
+                result = checker.check(item)
+            else:
+                result = _invalid(item)
             results.append(result)
             if on_result:
                 on_result(result)
@@ -317,11 +359,9 @@ def run(
         interrupted = stop.signal
         results += [_not_run(item, stop.signal) for item in items[len(results) :]]
     finally:
-        _cancel(slots)
         if checker is not None:
             checker.close()
-        for case in cases:
-            case.release()
+        _REFERENCES.drain()  # TensorFlow's thread does nothing once `run` has returned
     return RunResult(
         engine=checker.engine_name if checker else _name(engine),
         reference=reference_label(options.cache and options.cache.tensorflow_version)
@@ -333,49 +373,6 @@ def run(
     )
 
 
-def _checked(
-    items: Sequence[Case | InvalidCase], checker: Checker | None, slots: deque[_Slot]
-) -> Iterator[CaseResult]:
-    """Each item's result in order, with references computed ahead and, in workers, the
-    engine step of the next cases started while this one finishes."""
-    queue = deque(items)
-    while queue or slots:
-        interrupts.check()
-        _fill(queue, slots, checker)
-        slot = slots.popleft()
-        item = slot.item
-        if isinstance(item, InvalidCase):
-            yield _invalid(item)
-            continue
-        assert checker is not None and slot.reference is not None
-        ticket = slot.ticket or checker.start(item)
-        reference = slot.reference
-        result = checker.finish(ticket, lambda r=reference: _result_of(r))
-        item.release()
-        yield result
-
-
-def _fill(queue: deque[Case | InvalidCase], slots: deque[_Slot], checker: Checker | None) -> None:
-    """Take cases from `queue` while the reference thread may work ahead of the first."""
-    ahead = sum(s.item.elements for s in slots if isinstance(s.item, Case))
-    while queue and (not slots or (len(slots) < AHEAD_CASES and ahead < AHEAD_ELEMENTS)):
-        item = queue.popleft()
-        slot = _Slot(item)
-        if isinstance(item, Case):
-            assert checker is not None
-            slot.reference = _REFERENCES.submit(reference_run, item, checker.options)
-            ahead += item.elements
-        slots.append(slot)
-    if checker is None:
-        return
-    engines = checker.engines
-    for slot in list(slots)[: 1 + engines.ahead]:
-        if isinstance(slot.item, Case) and slot.ticket is None and engines.ahead:
-            if not engines.idle():
-                break
-            slot.ticket = checker.start(slot.item)
-
-
 def _result_of(future: Future[Any]) -> Any:
     # A short timeout, again and again: a signal must reach the main thread while it waits.
     while True:
@@ -383,18 +380,6 @@ def _result_of(future: Future[Any]) -> Any:
             return future.result(timeout=0.1)
         except TimeoutError:
             interrupts.check()
-
-
-def _cancel(slots: deque[_Slot]) -> None:
-    """Cases left unchecked: their references are not computed, or waited for if begun
-    (TensorFlow's thread does nothing once `run` has returned)."""
-    for slot in slots:
-        if slot.reference is not None and not slot.reference.cancel():
-            with contextlib.suppress(Exception):
-                slot.reference.result()
-        if isinstance(slot.item, Case):
-            slot.item.release()
-    slots.clear()
 
 
 def _invalid(item: InvalidCase) -> CaseResult:
@@ -413,7 +398,7 @@ def _not_run(item: Case | InvalidCase, signal_name: str) -> CaseResult:
         "not run",
         expr=item.expr,
         message=f"not run: the run was interrupted by {signal_name}",
-        tags=list(getattr(item, "tags", [])),
+        tags=list(item.tags),
     )
 
 

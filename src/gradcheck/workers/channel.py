@@ -46,14 +46,23 @@ def encode(message: Any) -> list[memoryview]:
     header = _HEADER.pack(len(payload), len(raws)) + b"".join(
         _LENGTH.pack(raw.nbytes) for raw in raws
     )
-    return [memoryview(header), memoryview(payload), *raws]
+    return [memoryview(header), memoryview(payload), *(raw for raw in raws if raw.nbytes)]
 
 
 def send(fd: int, message: Any) -> None:
     """Write `message` to the blocking pipe `fd`."""
-    for part in encode(message):
-        while part:
-            part = part[os.write(fd, part) :]
+    parts = encode(message)
+    while parts:
+        write_some(fd, parts)
+
+
+def write_some(fd: int, parts: list[memoryview]) -> None:
+    """Write as much of `parts` as `fd` takes in one call, dropping what was written."""
+    written = os.writev(fd, parts)
+    while parts and written >= len(parts[0]):
+        written -= len(parts.pop(0))
+    if written:
+        parts[0] = parts[0][written:]
 
 
 class PlainUnpickler(pickle.Unpickler):

@@ -37,6 +37,8 @@ from ..results import CaseResult, Hint, InputResult, NodeResult
 from .messages import Diagnose, Diagnosed, Release, RunCase, WorkerInit
 from .pool import Capture, WorkerLost, WorkerPool
 
+RELEASE_NOW_ELEMENTS = 1_000_000
+
 
 @dataclass
 class Ticket:
@@ -51,8 +53,6 @@ class Ticket:
 
 class InProcess:
     """The engine in this process, one step at a time when the runner asks for it."""
-
-    ahead = 0  # cases whose engine may start before the runner waits for them
 
     def __init__(self, factory: EngineFactory) -> None:
         self.factory = factory
@@ -138,11 +138,10 @@ def captured_output() -> Iterator[Capture]:
 
 
 class Isolated:
-    """The engine in worker processes; the engine step of a few cases may run ahead."""
+    """The engine in a worker process, the engine step starting as the case is started."""
 
-    def __init__(self, init: WorkerInit, workers: int, timeout: float) -> None:
-        self.pool = WorkerPool(init, workers, timeout=timeout)
-        self.ahead = workers - 1
+    def __init__(self, init: WorkerInit, timeout: float) -> None:
+        self.pool = WorkerPool(init, timeout=timeout)
 
     @property
     def engine(self) -> str | None:
@@ -151,12 +150,9 @@ class Isolated:
     def warm(self) -> None:
         self.pool.start()
 
-    def idle(self) -> bool:
-        return self.pool.idle()
-
     def start(self, case: Case, ask_twice: bool, timeout: float) -> Ticket:
         ticket = Ticket(case, ask_twice, timeout)
-        ticket.worker = self.pool.submit(RunCase(case, ask_twice), timeout)
+        ticket.worker = self.pool.submit(RunCase(case, ask_twice, os.getcwd()), timeout)
         return ticket
 
     def outcome(self, ticket: Ticket) -> tuple[EngineOutcome, str]:
@@ -180,7 +176,9 @@ class Isolated:
 
     def release(self, ticket: Ticket) -> None:
         if ticket.worker is not None:
-            self.pool.release(ticket.worker, Release())
+            # A large case's arrays are let go of at once; a small one's with the next case.
+            now = ticket.case.elements >= RELEASE_NOW_ELEMENTS
+            self.pool.release(ticket.worker, Release(), now=now)
 
     def close(self) -> None:
         self.pool.close()

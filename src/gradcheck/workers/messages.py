@@ -16,13 +16,16 @@ from ..results import CaseResult
 
 @dataclass(frozen=True)
 class WorkerInit:
-    """How a worker starts: the paths and folder of the run, what it imports first (files
-    or modules declaring ops, say), then the engine it loads (an ``--engine`` spec)."""
+    """How a worker starts: the import path of the run, what it imports first (files or
+    modules declaring ops, say), then the engine it loads (an ``--engine`` spec, a file
+    given by its absolute path). `stamp` tells the files' versions apart (their mtimes
+    and sizes): a worker is reused by a later run of the same process only for an equal
+    `WorkerInit`."""
 
     engine: str
     imports: tuple[str, ...] = ()
     sys_path: tuple[str, ...] = ()
-    cwd: str = ""
+    stamp: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass
@@ -39,6 +42,7 @@ class InitFailed:
 class RunCase:
     case: Case
     ask_twice: bool
+    cwd: str  # the run's working directory, restored before the case
 
 
 @dataclass
@@ -48,6 +52,7 @@ class Diagnose:
     reference: EngineRun
     result: CaseResult
     stale: list[str] = field(default_factory=list)
+    cwd: str = ""
 
 
 @dataclass

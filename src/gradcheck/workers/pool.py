@@ -1,9 +1,9 @@
 """Worker processes: where user engines run, so that nothing they do can end the run.
 
-A `WorkerPool` keeps a few long-lived workers, each a fresh interpreter (started, never
-forked: gradcheck's process may hold TensorFlow's threads) that imports the engine once
-and then gets cases one at a time. Each request has a deadline; while waiting, the pool
-reads every busy worker's replies and output, so a flood of prints cannot stall it.
+A `WorkerPool` keeps a long-lived worker, a fresh interpreter (started, never forked:
+gradcheck's process may hold TensorFlow's threads) that imports the engine once and then
+gets cases one at a time. Each request has a deadline; while waiting, the pool reads the
+worker's replies and its output as they come, so a flood of prints cannot stall it.
 
 A worker that exits, is killed by a signal (a segfault, the out-of-memory killer) or
 misses its deadline is killed with everything it started (its process group) and
@@ -17,6 +17,7 @@ POSIX only (pipes, process groups); gradcheck runs engines in its own process el
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import mmap
 import os
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from .channel import Receiver, encode
+from .channel import Receiver, encode, write_some
 from .messages import InitFailed, Ready, WorkerInit
 from .worker import PHASE_BYTES, read_phase
 
@@ -146,6 +147,8 @@ class Worker:
         self.timeout = timeout
         if self.engine is not None:
             self.deadline = time.monotonic() + timeout
+        with contextlib.suppress(OSError):
+            self.write()  # most requests fit the pipe: no wait for the poll to say so
 
     def done(self) -> bool:
         return (
@@ -191,14 +194,10 @@ class Worker:
 
     def write(self) -> None:
         while self.pending:
-            part = self.pending[0]
             try:
-                written = os.write(self.requests, part)
+                write_some(self.requests, self.pending)
             except BlockingIOError:
                 return
-            self.pending[0] = part[written:]
-            if not self.pending[0]:
-                self.pending.pop(0)
 
     def read_replies(self) -> None:
         while self.reply is Receiver.NOTHING:
@@ -288,90 +287,131 @@ def _doing(phase: str, preposition: str) -> str:
     return f" while {phase}" if phase.startswith(verbs) else f" {preposition} {phase}"
 
 
-class WorkerPool:
-    """Up to `size` workers started with `init`; requests go to idle ones, replies come back
-    through `wait`. A worker is started when first needed and replaced when lost."""
+def worker_init(spec: str, imports: tuple[str, ...] = ()) -> WorkerInit:
+    """How to start a worker for the engine `spec`: files named by absolute paths (a later
+    run may start elsewhere), and stamped with their versions."""
+    target, colon, name = spec.partition(":")
+    files = [Path(f) for f in (target, *imports) if f.endswith(".py")]
+    if target.endswith(".py") and Path(target).is_file():  # else the worker says so, as given
+        spec = f"{Path(target).resolve()}{colon}{name}"
+    stamps = []
+    for file in files:
+        with contextlib.suppress(OSError):
+            info = file.stat()
+            stamps.append((info.st_mtime_ns, info.st_size))
+    imports = tuple(str(Path(i).resolve()) if i.endswith(".py") else i for i in imports)
+    return WorkerInit(spec, imports, tuple(sys.path), tuple(stamps))
 
-    def __init__(self, init: WorkerInit, size: int = 1, *, timeout: float) -> None:
+
+# Workers a run has finished with, kept for the next run of this process with an equal
+# `WorkerInit` (the Python API, the pytest plugin, tests): the engine is imported once.
+_KEPT: dict[WorkerInit, Worker] = {}
+
+
+@atexit.register
+def _close_kept() -> None:
+    for worker in _KEPT.values():
+        worker.close()
+    _KEPT.clear()
+
+
+class WorkerPool:
+    """The run's worker, started with `init` (or kept from an earlier run), and the one
+    that replaces it when it is lost.
+
+    One case at a time: the reference is computed in gradcheck's own process meanwhile,
+    so one worker keeps TensorFlow busy unless the engine is much slower than it.
+    """
+
+    def __init__(self, init: WorkerInit, *, timeout: float) -> None:
         if not SUPPORTED:
             raise UsageError("--isolate=process needs a POSIX system; use --isolate=none")
         self.init = init
-        self.size = size
         self.timeout = timeout
-        self.workers: list[Worker] = []
+        self.worker: Worker | None = None
         self.engine: str | None = None  # the engine's name, once a worker has loaded it
 
-    def start(self) -> None:
-        """Start the workers now (their import overlaps whatever comes next)."""
-        while len(self.workers) < self.size:
-            self.workers.append(Worker(self.init, self.timeout))
-
-    def idle(self) -> bool:
-        return len(self.workers) < self.size or any(not w.busy for w in self.workers)
+    def start(self) -> Worker:
+        """The worker, started now if there is none (its import overlaps what comes next)."""
+        if self.worker is None:
+            kept = _KEPT.pop(self.init, None)
+            if kept is not None and kept.process.poll() is None:
+                kept.timeout = self.timeout
+                self.worker = kept
+            else:
+                if kept is not None:
+                    kept.close()
+                self.worker = Worker(self.init, self.timeout)
+        return self.worker
 
     def submit(self, message: Any, timeout: float) -> Worker:
-        """Send `message` to an idle worker (started if need be); `wait` for its reply."""
-        for worker in list(self.workers):
-            if not worker.busy and worker.process.poll() is not None:
-                if worker.engine is None:  # it died importing the engine: say so
-                    worker.check(time.monotonic())
-                    worker.result()
-                self._replace(worker)  # it died between requests: no request's fault
-        worker = next((w for w in self.workers if not w.busy), None)
-        if worker is None:
-            self.start()
-            worker = next(w for w in self.workers if not w.busy)
+        """Send `message` to the worker (started if need be); `wait` for its reply."""
+        worker = self.start()
+        if worker.process.poll() is not None:  # it died between requests: no request's fault
+            if worker.engine is None:  # it died importing the engine: say so
+                worker.check(time.monotonic())
+                worker.result()
+            worker = self._replace()
         worker.request(message, timeout)
         return worker
 
     def resubmit(self, worker: Worker, message: Any, timeout: float) -> Worker:
         """A follow-up request to the worker that holds the last case (`Diagnose`)."""
-        if worker not in self.workers:
+        if worker is not self.worker:
             raise WorkerLost("the engine process serving this case is gone", "")
         worker.request(message, timeout)
         return worker
 
     def wait(self, worker: Worker) -> tuple[Any, str]:
-        """Serve every busy worker until `worker` has answered: its reply and its output.
+        """Serve `worker` until it has answered: its reply and its output.
 
-        `WorkerLost` if it died or timed out (it is replaced); `EngineUnavailable` if it
-        could not import the engine.
+        `WorkerLost` if it died or timed out (a fresh worker starts at once);
+        `EngineUnavailable` if it could not import the engine.
         """
         while not worker.done():
-            busy = [w for w in self.workers if w.busy or w.engine is None]
-            poller, owners = select.poll(), {}
-            for w in busy:
-                for fd, events in w.interest():
-                    poller.register(fd, events)
-                    owners[fd] = w
-            remaining = max(0.0, min(w.deadline for w in busy) - time.monotonic())
+            poller = select.poll()
+            for fd, events in worker.interest():
+                poller.register(fd, events)
+            remaining = max(0.0, worker.deadline - time.monotonic())
             for fd, _ in poller.poll(1000 * min(remaining, POLL_S) + 1):
-                owners[fd].ready(fd)
-            now = time.monotonic()
-            for w in busy:
-                w.check(now)
+                worker.ready(fd)
+            worker.check(time.monotonic())
         if worker.engine is not None:
             self.engine = worker.engine
         try:
             reply = worker.result()
         except WorkerLost:
-            self._replace(worker)
+            self._replace()
             raise
         worker.read_output()
         return reply, worker.capture.take()
 
-    def release(self, worker: Worker, message: Any) -> None:
-        """Tell an idle worker something that needs no answer (`Release`)."""
-        if worker in self.workers and not worker.busy:
+    def release(self, worker: Worker, message: Any, *, now: bool) -> None:
+        """Tell an idle worker something that needs no answer (`Release`): `now`, or with
+        the next request (one write, one wake-up of the worker, instead of two)."""
+        if worker is self.worker and not worker.busy:
             worker.pending += encode(message)
-            with contextlib.suppress(OSError):
-                worker.write()
+            if now:
+                with contextlib.suppress(OSError):
+                    worker.write()
 
-    def _replace(self, worker: Worker) -> None:
-        worker.close()
-        self.workers[self.workers.index(worker)] = Worker(self.init, self.timeout)
+    def _replace(self) -> Worker:
+        if self.worker is not None:
+            self.worker.close()
+        self.worker = Worker(self.init, self.timeout)
+        return self.worker
 
     def close(self) -> None:
-        for worker in self.workers:
+        """Keep an idle, healthy worker for the next run; close any other."""
+        worker, self.worker = self.worker, None
+        if worker is None:
+            return
+        if worker.busy or worker.engine is None or worker.process.poll() is not None:
             worker.close()
-        self.workers.clear()
+            return
+        with contextlib.suppress(OSError):
+            worker.write()  # its last Release
+        previous = _KEPT.pop(self.init, None)
+        if previous is not None:
+            previous.close()
+        _KEPT[self.init] = worker

@@ -71,7 +71,7 @@ def main() -> None:
     send(replies, reply)
     if factory is None:
         os._exit(1)
-    _serve(read, lambda message: send(replies, message), factory, init.cwd, phase)
+    _serve(read, lambda message: send(replies, message), factory, phase)
 
 
 def _detach() -> None:
@@ -90,7 +90,6 @@ def _start(init: Any) -> tuple[Callable[[], Any] | None, Any]:
 
     sys.path[:] = list(init.sys_path) or sys.path
     try:
-        os.chdir(init.cwd or os.getcwd())
         for item in init.imports:
             _import(item)
         factory = load_engine(init.engine)
@@ -119,7 +118,6 @@ def _serve(
     read: Callable[[], Any],
     reply: Callable[[Any], None],
     factory: Callable[[], Any],
-    cwd: str,
     phase: Phase,
 ) -> None:
     from ..checking import EngineOutcome, diagnosis_step, engine_step
@@ -130,8 +128,8 @@ def _serve(
     last: tuple[Any, Any] | None = None  # the case run last and its outcome, for Diagnose
     while True:
         message = read()
-        with contextlib.suppress(OSError):
-            os.chdir(cwd)  # an engine may have moved it; relative paths are the run's
+        with contextlib.suppress(OSError, AttributeError):
+            os.chdir(message.cwd)  # an engine may have moved it; relative paths are the run's
         if isinstance(message, RunCase):
             last = None
             phase.stage = ""
