@@ -356,71 +356,6 @@ class _Report:
         return None
 
 
-cache_app = typer.Typer(
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    help="Review the reference cache: recompute entries, lock them for review.",
-)
-app.add_typer(cache_app, name="cache")
-CacheDir = Annotated[Path, typer.Option(help="The reference cache's folder.")]
-
-
-@cache_app.command("verify")
-@boundary
-def cache_verify(
-    paths: Paths = None,
-    cache_dir: CacheDir = Path(".gradcheck_cache"),
-    sample: Annotated[
-        int | None,
-        typer.Option(help="Recompute only N entries, drawn at random.", metavar="N", min=1),
-    ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the sample.")] = 0,
-) -> None:
-    """Recompute the cached references of the cases with TensorFlow; exit 1 if any differ.
-
-    Also reports entries missing from the cache's lock or changed since they were locked.
-    Nothing in the cache is changed.
-    """
-    from .cache import ReferenceCache
-    from .lock import verify
-
-    found = verify(
-        _valid_cases(paths), ReferenceCache(cache_dir, read_only=True), sample=sample, seed=seed
-    )
-    for case, problem in found.differ:
-        typer.echo(f"DIFFERS {case.location}::{case.name}: the entry {problem}")
-    typer.echo(
-        f"{len(found.checked)} cached references recomputed, {len(found.differ)} differ"
-        + (f"; {len(found.not_cached)} cases have none cached" if found.not_cached else "")
-    )
-    raise typer.Exit(1 if found.differ else EXIT_OK)
-
-
-@cache_app.command("lock")
-@boundary
-def cache_lock(paths: Paths = None, cache_dir: CacheDir = Path(".gradcheck_cache")) -> None:
-    """Write the cache's lock (gradcheck.lock in the cache folder): a text manifest of the
-    cases' cached references, which --require-cache then holds the cache to. Commit it
-    and review changes to it."""
-    from .cache import ReferenceCache
-    from .lock import write_lock
-
-    done = write_lock(_valid_cases(paths), ReferenceCache(cache_dir, read_only=True))
-    for case, why in done.missing:
-        _err(f"not locked: {case.location}::{case.name} ({why})")
-    typer.echo(f"locked {len(done.locked)} references in {done.path}")
-
-
-def _valid_cases(paths: list[Path] | None) -> list:
-    from .cases import Case, load_paths
-
-    items = load_paths(paths or DEFAULT_PATHS)
-    for item in items:
-        if not isinstance(item, Case):
-            _err(f"{item.location}: {item.message}")
-    return [item for item in items if isinstance(item, Case)]
-
-
 class FuzzFormat(str, enum.Enum):
     rich = "rich"
     json = "json"
@@ -838,6 +773,11 @@ def _plain_report(result, verbose: bool) -> str:
 
 def _err(message: str) -> None:
     typer.echo(message, err=True)
+
+
+from .cache_cli import cache_app  # noqa: E402  (it uses this module's helpers)
+
+app.add_typer(cache_app, name="cache")
 
 
 def main() -> None:

@@ -35,6 +35,7 @@ from .engines.tensorflow import TensorFlowEngine, load_tensorflow, reference_lab
 from .errors import UsageError
 from .results import CaseResult, RunResult
 from .workers.engines import InProcess, Isolated, Ticket
+from .workers.pool import SUPPORTED as workers_supported
 from .workers.pool import WorkerLost, worker_init
 
 Isolation = Literal["process", "none"]
@@ -86,9 +87,9 @@ def reference_run(case: Case, options: RunOptions = RunOptions()) -> EngineRun:
 
 def default_isolation(engine: str | EngineFactory) -> Isolation:
     """Where an engine runs unless told: the builtin engine in this process, any other named
-    engine (an ``--engine`` spec) in workers; an engine given as a Python object in this
-    process, as it belongs to its caller."""
-    if not isinstance(engine, str):
+    engine (an ``--engine`` spec) in workers (on a POSIX system); an engine given as a
+    Python object in this process, as it belongs to its caller."""
+    if not isinstance(engine, str) or not workers_supported:
         return "none"
     return "none" if engine == "builtin" else "process"
 
@@ -97,54 +98,53 @@ def default_isolation(engine: str | EngineFactory) -> Isolation:
 
 
 class _ReferenceThread:
-    """TensorFlow's side: jobs done in order on one daemon thread, the process's only user
-    of TensorFlow during a `run` (its tapes and eager context are per thread)."""
+    """TensorFlow's thread: jobs done in order on one daemon thread (its import, and the
+    references of large cases whose engine runs in this process meanwhile)."""
 
     def __init__(self) -> None:
         self._jobs: deque[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]] = deque()
-        self._wake = threading.Condition()
-        self._idle = threading.Condition()
+        self._changed = threading.Condition()
         self._busy = False
         self._thread: threading.Thread | None = None
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         future: Future[Any] = Future()
-        with self._wake:
+        with self._changed:
             self._jobs.append((future, fn, args))
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._serve, name="gradcheck-reference", daemon=True
                 )
                 self._thread.start()
-            self._wake.notify()
+            self._changed.notify_all()
         return future
 
     def drain(self) -> None:
         """Cancel the jobs not begun; wait for the one running, if any."""
-        with self._wake:
-            jobs, self._jobs = list(self._jobs), deque()
-        for future, _, _ in jobs:
-            future.cancel()
-        with self._idle:
+        with self._changed:
+            for future, _, _ in self._jobs:
+                future.cancel()
+            self._jobs.clear()
             while self._busy:
-                self._idle.wait()
+                self._changed.wait()
 
     def _serve(self) -> None:
         while True:
-            with self._wake:
+            with self._changed:
                 while not self._jobs:
-                    self._wake.wait()
+                    self._changed.wait()
                 future, fn, args = self._jobs.popleft()
-            with self._idle:
                 self._busy = True
-            if future.set_running_or_notify_cancel():
-                try:
-                    future.set_result(fn(*args))
-                except BaseException as e:
-                    future.set_exception(e)
-            with self._idle:
-                self._busy = False
-                self._idle.notify_all()
+            try:
+                if future.set_running_or_notify_cancel():
+                    try:
+                        future.set_result(fn(*args))
+                    except BaseException as e:
+                        future.set_exception(e)
+            finally:
+                with self._changed:
+                    self._busy = False
+                    self._changed.notify_all()
 
 
 _REFERENCES = _ReferenceThread()

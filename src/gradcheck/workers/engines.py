@@ -18,10 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import io
 import os
-import sys
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -34,8 +31,9 @@ from ..engines.adapters import engine_name
 from ..engines.driver import EngineRun
 from ..engines.protocol import EngineFactory
 from ..results import CaseResult, Hint, InputResult, NodeResult
+from .capture import Capture, captured_output
 from .messages import Diagnose, Diagnosed, Release, RunCase, WorkerInit
-from .pool import Capture, WorkerLost, WorkerPool
+from .pool import WorkerLost, WorkerPool
 
 RELEASE_NOW_ELEMENTS = 1_000_000
 
@@ -93,48 +91,6 @@ class InProcess:
             finally:
                 with contextlib.suppress(OSError):
                     os.chdir(self.cwd)
-
-
-class _Sink(io.TextIOBase):
-    """`sys.stdout` or `sys.stderr` while an engine runs in this process: what the engine's
-    thread writes is captured; other threads (TensorFlow's, warning) write through."""
-
-    def __init__(self, capture: Capture, through: Any) -> None:
-        self.capture = capture
-        self.through = through
-        self.thread = threading.current_thread()
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text: str) -> int:
-        if threading.current_thread() is not self.thread:
-            return self.through.write(text)
-        self.capture.add(str(text).encode(errors="replace"))
-        return len(text)
-
-    def flush(self) -> None:
-        if threading.current_thread() is not self.thread:
-            self.through.flush()
-
-
-@contextlib.contextmanager
-def captured_output() -> Iterator[Capture]:
-    """This thread's Python-level stdout and stderr captured; `breakpoint()` restores them
-    for the debugger."""
-    capture = Capture()
-    saved = sys.stdout, sys.stderr, sys.breakpointhook
-
-    def debugger(*args: Any, **kwargs: Any) -> Any:
-        sys.stdout, sys.stderr = saved[0], saved[1]
-        return saved[2](*args, **kwargs)
-
-    sys.stdout, sys.stderr = _Sink(capture, saved[0]), _Sink(capture, saved[1])
-    sys.breakpointhook = debugger
-    try:
-        yield capture
-    finally:
-        sys.stdout, sys.stderr, sys.breakpointhook = saved
 
 
 class Isolated:

@@ -27,16 +27,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import deque
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from .capture import Capture
 from .channel import Receiver, encode, write_some
 from .messages import InitFailed, Ready, WorkerInit
 from .worker import PHASE_BYTES, read_phase
 
-CAPTURE_BYTES = 64 * 1024  # of a case's output kept: the first and the last half
 POLL_S = 0.25  # how often a wait looks for a worker that died silently
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 _COMMAND = (
@@ -57,44 +56,6 @@ class WorkerLost(Exception):
 
 class EngineUnavailable(UsageError):
     """A worker could not import the engine."""
-
-
-class Capture:
-    """A request's output as it arrives: the first and the last `limit` / 2 bytes kept."""
-
-    def __init__(self, limit: int = CAPTURE_BYTES) -> None:
-        self.half = limit // 2
-        self.clear()
-
-    def clear(self) -> None:
-        self.head = bytearray()
-        self.tail: deque[bytes] = deque()
-        self.tail_size = self.dropped = 0
-
-    def add(self, data: bytes) -> None:
-        room = self.half - len(self.head)
-        if room > 0:
-            self.head += data[:room]
-            data = data[room:]
-        if not data:
-            return
-        self.tail.append(data)
-        self.tail_size += len(data)
-        while self.tail_size > self.half:  # drop the oldest bytes beyond the tail's half
-            first = self.tail.popleft()
-            excess = self.tail_size - self.half
-            if len(first) > excess:
-                self.tail.appendleft(first[excess:])
-            dropped = min(len(first), excess)
-            self.tail_size -= dropped
-            self.dropped += dropped
-
-    def take(self) -> str:
-        gap = f"\n[... {self.dropped:,} bytes of output not kept ...]\n" if self.dropped else ""
-        text = bytes(self.head).decode(errors="replace") + gap
-        text += b"".join(self.tail).decode(errors="replace")
-        self.clear()
-        return text
 
 
 class Worker:
@@ -341,8 +302,14 @@ class WorkerPool:
             else:
                 if kept is not None:
                     kept.close()
-                self.worker = Worker(self.init, self.timeout)
+                self.worker = self._new()
         return self.worker
+
+    def _new(self) -> Worker:
+        try:
+            return Worker(self.init, self.timeout)
+        except OSError as e:  # no processes or file descriptors left, say
+            raise EngineUnavailable(f"--engine: cannot start a worker process ({e})") from e
 
     def submit(self, message: Any, timeout: float) -> Worker:
         """Send `message` to the worker (started if need be); `wait` for its reply."""
@@ -398,7 +365,8 @@ class WorkerPool:
     def _replace(self) -> Worker:
         if self.worker is not None:
             self.worker.close()
-        self.worker = Worker(self.init, self.timeout)
+        self.worker = None
+        self.worker = self._new()
         return self.worker
 
     def close(self) -> None:
