@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from .cases.model import Case
 from .comparison.compare import compare
+from .comparison.trust import judged_part, nothing_judged, tolerance
 from .diagnosis import Evidence, diagnose
 from .engines.driver import (
     EngineFailure,
@@ -58,9 +59,17 @@ def engine_step(case: Case, factory: EngineFactory, *, ask_twice: bool) -> Engin
     return EngineOutcome(got)
 
 
-def new_result(case: Case) -> CaseResult:
+def new_result(case: Case, reference: str) -> CaseResult:
+    """`case`'s result before anything is known, to be checked against a `reference` kind."""
     return CaseResult(
-        case.name, case.file, case.line, "passed", expr=case.expr, tags=list(case.tags)
+        case.name,
+        case.file,
+        case.line,
+        "passed",
+        expr=case.expr,
+        tags=list(case.tags),
+        graph=case.expression.outline(),
+        reference=reference,
     )
 
 
@@ -80,12 +89,13 @@ def verdict(
     strict: bool,
     notes: list[str],
     expect_failed: bool = False,
-) -> list[str]:
+) -> tuple[EngineRun, list[str]]:
     """Fill `result` from the engine's outcome against the reference.
 
     `notes` (the stale check's limit, `expect`'s problems) join the message;
-    `expect_failed` fails the case even when the engine matched. Returns the inputs whose
-    second answer differed from the first (the stale-gradients check).
+    `expect_failed` fails the case even when the engine matched. Returns the part of the
+    reference that judged the engine (`comparison.trust`), and the inputs whose second
+    answer differed from the first (the stale-gradients check).
     """
     got = outcome.run
     if got is None:
@@ -94,10 +104,11 @@ def verdict(
             result.message = f"unsupported: {outcome.unsupported}"
         else:
             error(result, outcome.error or "the engine failed", outcome.traceback)
-        return []
+        return reference, []
+    reference = judged_part(reference, got)
     result.forward = compare(reference.forward, got.forward, case.tolerance)
     result.inputs = [
-        InputResult(name, compare(reference.grads[name], grad, case.tolerance))
+        InputResult(name, compare(reference.grads[name], grad, tolerance(case, reference, name)))
         for name, grad in got.grads.items()
     ]
     stale = [
@@ -108,9 +119,11 @@ def verdict(
         and not compare(grad, got.grads_again[name], case.tolerance).passed
     ]
     failed = mismatched(result, stale)
-    result.status = "failed" if failed or expect_failed else "passed"
-    result.message = "; ".join([*got.notes, *notes])
-    return stale
+    result.status = "failed" if failed or expect_failed or reference.doubts else "passed"
+    if result.status == "passed" and nothing_judged(reference):
+        result.status = "skipped"  # the reference could judge no gradient element at all
+    result.message = "; ".join([*reference.notes, *got.notes, *notes])
+    return reference, stale
 
 
 def mismatched(result: CaseResult, stale: list[str]) -> bool:
@@ -123,7 +136,7 @@ def mismatched(result: CaseResult, stale: list[str]) -> bool:
 
 
 def expect_problems(case: Case, reference: EngineRun) -> list[str]:
-    """`expect` pins the oracle: TensorFlow must still give the pinned gradients."""
+    """`expect` pins the oracle: the reference must still give the pinned gradients."""
     problems = []
     for name, pinned in case.expect.items():
         check = compare(pinned, reference.grads[name], case.tolerance)

@@ -17,11 +17,13 @@ under it are for the reviewer, who sees in a diff which case's reference changed
 how. Under ``--require-cache`` an entry whose key is not in the lock, or whose bytes
 differ from the locked digest, is refused (`cache.ReferenceCache`). ``gradcheck cache
 verify`` recomputes entries with TensorFlow (all, or a sample) and reports those that
-differ from TensorFlow or from the lock.
+differ from TensorFlow (or, for the numeric reference's entries, the finite differences)
+or from the lock.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import random
 import re
@@ -70,32 +72,47 @@ class Locked:
     missing: list[tuple[Case, str]] = field(default_factory=list)
 
 
+KINDS = ("tensorflow", "numeric")  # the kinds of reference a cache holds entries of
+
+
+def _cached_entries(case: Case, cache: ReferenceCache) -> list[tuple[str, Path, bytes]]:
+    """(kind, path, bytes) of each entry `cache` holds for `case`."""
+    found = []
+    for kind in KINDS:
+        path = cache.path(case, kind)
+        if path is not None:
+            with contextlib.suppress(OSError):
+                found.append((kind, path, read_bounded(path, largest_entry(case))))
+    return found
+
+
 def write_lock(cases: Sequence[Case], cache: ReferenceCache) -> Locked:
     """Lock the valid entries `cache` holds for `cases` (replacing the lock file)."""
     done = Locked(cache.directory / LOCK_FILE)
     entries: dict[str, str] = {}
     for case in cases:
-        path = cache.path(case)
-        try:
-            raw = read_bounded(path, largest_entry(case)) if path else None
-            if raw is None:
-                raise FileNotFoundError("no TensorFlow version to look entries up for")
-            reference = decode_entry(raw, path.stem)
-        except (OSError, CorruptEntry) as e:
-            reason = "not cached" if isinstance(e, FileNotFoundError) else str(e)
-            done.missing.append((case, reason))
-            continue
-        entries[path.stem] = _entry(path.stem, raw, case, reference, cache.tensorflow_version)
-        done.locked.append(case)
+        cached = _cached_entries(case, cache)
+        if not cached:
+            done.missing.append((case, "not cached"))
+        for kind, path, raw in cached:
+            try:
+                reference = decode_entry(raw, path.stem)
+            except CorruptEntry as e:
+                done.missing.append((case, f"the {kind} entry is corrupt: {e}"))
+                continue
+            by = f"{kind} {'numpy ' if kind == 'numeric' else ''}{cache.version(kind)}"
+            entries[path.stem] = _entry(path.stem, raw, case, reference, by)
+        if any(path.stem in entries for _, path, _ in cached):
+            done.locked.append(case)
     text = _HEADER + "".join(f"\n{entries[key]}" for key in sorted(entries))
     write_atomic(done.path, text)
     return done
 
 
-def _entry(key: str, raw: bytes, case: Case, reference: EngineRun, version: str | None) -> str:
+def _entry(key: str, raw: bytes, case: Case, reference: EngineRun, computed_by: str) -> str:
     lines = [
         f"[{key}] sha256:{hashlib.sha256(raw).hexdigest()}",
-        f"tensorflow {version}",
+        computed_by,
         f"case {case.file}::{case.name}",
         *(f"expr {line}" for line in case.expr.splitlines()),
         f"forward {summary(reference.forward)}",
@@ -136,25 +153,24 @@ def verify(
     cases: Sequence[Case], cache: ReferenceCache, *, sample: int | None = None, seed: int = 0
 ) -> Verified:
     """Recompute the entries `cache` holds for `cases` (or `sample` of them, drawn with
-    `seed`) with TensorFlow, and compare; nothing in the cache is changed."""
-    from .runner import RunOptions, reference_run
+    `seed`) with what computed them (TensorFlow, or the finite differences), and compare;
+    nothing in the cache is changed."""
+    from .runner import computed_reference
 
     found = Verified()
     lock = _lock_or_none(cache)
-    cached: list[tuple[Case, Path, bytes]] = []
+    cached: list[tuple[Case, str, Path, bytes]] = []
     for case in cases:
-        path = cache.path(case)
-        try:
-            if path is None:
-                raise FileNotFoundError("no TensorFlow version to look entries up for")
-            cached.append((case, path, read_bounded(path, largest_entry(case))))
-        except OSError:
+        entries = _cached_entries(case, cache)
+        cached += [(case, *entry) for entry in entries]
+        if not entries:
             found.not_cached.append(case)
     if sample is not None and sample < len(cached):
         cached = random.Random(seed).sample(cached, sample)
-    for case, path, raw in cached:
+    for case, kind, path, raw in cached:
         found.checked.append(case)
-        problem = _differs(case, path, raw, lock, lambda c=case: reference_run(c, RunOptions()))
+        recompute = lambda c=case, k=kind: computed_reference(c, k)
+        problem = _differs(case, path, raw, lock, recompute)
         if problem:
             found.differ.append((case, problem))
         case.release()
@@ -198,7 +214,7 @@ def _differs(
         check = compare(computed, stored, case.tolerance)
         if not check.passed:
             return (
-                f"holds a {what} that differs from TensorFlow's (max abs diff "
+                f"holds a {what} that differs from a fresh computation (max abs diff "
                 f"{check.max_abs_diff}, {check.mismatched}/{check.size} elements)"
             )
     return None

@@ -1,11 +1,13 @@
 """The pipeline a run's cases flow through: reference and engine side by side, then the
 verdict (here, always) and the diagnosis (where the engine runs).
 
-`run` checks a list of cases and overlaps the work. TensorFlow computes references on a
-thread of its own, a few cases ahead, its import started at once (`prefetch_tensorflow`);
-meanwhile the engine runs in a worker process (``isolate="process"``) or on this thread
-(``"none"``). `Checker` checks one case at a time with a long-lived engine side (the
-pytest plugin), `check_case` a single case (the Python API's `check`).
+`run` checks a list of cases and overlaps the work: TensorFlow's import starts at once
+(`prefetch_tensorflow`), on a thread of its own, while the files load and the engine's
+worker imports the engine; then each case's reference (`reference_run`: TensorFlow's,
+the numeric one, or both) is computed while its engine runs, in a worker process
+(``isolate="process"``) or, for a large case in this process (``"none"``), on
+TensorFlow's thread. `Checker` checks one case at a time with a long-lived engine side
+(the pytest plugin, `run`), `check_case` a single case (the Python API's `check`).
 
 Nothing a case's engine does stops the others: it becomes that case's `error`. A run
 interrupted by SIGINT or SIGTERM (`interrupts`) reports the cases it finished and marks
@@ -19,20 +21,24 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from . import interrupts
 from .cache import ReferenceCache, ReferenceNotCached
 from .cases.model import Case, InvalidCase
 from .checking import EngineOutcome, error, expect_problems, mismatched, new_result, verdict
+from .comparison.trust import disagreements
 from .defaults import STALE_CHECK_LIMIT, TIMEOUT
 from .engines import tensorflow as tensorflow_module
 from .engines.adapters import engine_spec, load_engine
 from .engines.driver import EngineFailure, EngineRun, Unsupported, run_engine
+from .engines.numeric import LABEL as NUMERIC_LABEL
+from .engines.numeric import numeric_reference
 from .engines.protocol import EngineFactory
 from .engines.tensorflow import TensorFlowEngine, load_tensorflow, reference_label, silenced_stderr
 from .errors import UsageError
+from .ops.user import loaded_ops_files
 from .results import CaseResult, RunResult
 from .workers.engines import InProcess, Isolated, Ticket
 from .workers.pool import SUPPORTED as workers_supported
@@ -50,39 +56,72 @@ class RunOptions:
     strict: bool = False  # an unsupported case fails instead of being skipped
     fail_fast: bool = False
     diagnose: bool = True
-    cache: ReferenceCache | None = None  # TensorFlow's results kept between runs
+    cache: ReferenceCache | None = None  # references kept between runs
     require_cache: bool = False  # a reference missing from `cache` is an error, not computed
     stale_check_limit: int | None = STALE_CHECK_LIMIT  # input elements; None: every case
+    reference: str = "tensorflow"  # tensorflow | numeric | both, where a case sets none
     isolate: Isolation = "none"  # where the engine runs: worker processes, or this one
     timeout: float = TIMEOUT  # seconds per case in a worker (a case's `timeout:` wins)
-    # Files or modules a worker imports before the engine (op declarations, say).
-    imports: tuple[str, ...] = field(default_factory=tuple)
 
 
 def reference_run(case: Case, options: RunOptions = RunOptions()) -> EngineRun:
-    """TensorFlow's forward value and gradients for `case`, from `options.cache` if it has them."""
+    """The case's reference (SPEC §8), from `options.cache` if it has it: TensorFlow's, the
+    numeric one (`engines.numeric`), or for `both` TensorFlow's with `doubts` where the
+    finite differences disagree with it."""
+    kind = case.reference or options.reference
+    if kind == "numeric":
+        return _cached(case, options, "numeric", numeric_reference)
+    reference = _cached(case, options, "tensorflow", _tensorflow_reference)
+    if kind == "both":
+        numeric = _cached(case, options, "numeric", numeric_reference)
+        reference = replace(reference, doubts=disagreements(case, reference, numeric))
+    return reference
+
+
+def _cached(
+    case: Case, options: RunOptions, kind: str, compute: Callable[[Case], EngineRun]
+) -> EngineRun:
     cache = options.cache
-    cached = cache.get(case) if cache is not None else None
+    cached = cache.get(case, kind) if cache is not None else None
     if cached is not None:
         return cached
     if options.require_cache:
         raise ReferenceNotCached(
-            cache.not_cached_message(case) if cache else "--require-cache needs a cache"
+            cache.not_cached_message(case, kind) if cache else "--require-cache needs a cache"
+        )
+    reference = compute(case)
+    if cache is not None:
+        cache.put(case, reference, kind)
+    return reference
+
+
+def computed_reference(case: Case, kind: str) -> EngineRun:
+    """The `kind` reference of `case` ("tensorflow" or "numeric"), computed, no cache."""
+    return numeric_reference(case) if kind == "numeric" else _tensorflow_reference(case)
+
+
+def _tensorflow_reference(case: Case) -> EngineRun:
+    unbuilt = [n.op for n in case.expression.op_nodes if n.op and n.op.tf is None]
+    if unbuilt:
+        raise EngineFailure(
+            f"op {unbuilt[0].name} ({unbuilt[0].origin}) declares no TensorFlow builder (tf=), "
+            "so only finite differences can judge it: set `reference: numeric` on the case "
+            "or run with --reference numeric"
         )
     try:
         engine = TensorFlowEngine()
     except ImportError as e:
-        message = f"TensorFlow is not installed ({e}) and the reference is not cached"
+        message = (
+            f"TensorFlow is not installed ({e}) and the reference is not cached; install "
+            "gradcheck[tensorflow], or use --reference numeric"
+        )
         raise EngineFailure(message) from None
     try:
         # TensorFlow's C++ side logs to fd 2 on first use of some kernels (oneDNN, CUDA).
         with silenced_stderr():
-            reference = run_engine(engine, case.expression, case.inputs, case.wrt, case.cotangent)
+            return run_engine(engine, case.expression, case.inputs, case.wrt, case.cotangent)
     except Unsupported as e:  # a NotImplementedError inside TensorFlow
         raise EngineFailure(str(e)) from e
-    if cache is not None:
-        cache.put(case, reference)
-    return reference
 
 
 def default_isolation(engine: str | EngineFactory) -> Isolation:
@@ -158,9 +197,11 @@ def prefetch_tensorflow() -> Future[Any] | None:
 
 
 def needs_tensorflow(options: RunOptions) -> bool:
-    """Whether a run is sure to compute a reference: no cache to read from, or none yet."""
+    """Whether a run is sure to need TensorFlow: its reference is TensorFlow's (or both),
+    and there is no cache to read it from, or nothing in it yet. (A case that sets its own
+    `reference:` imports TensorFlow when it needs it.)"""
     cache = options.cache
-    if options.require_cache:
+    if options.require_cache or options.reference == "numeric":
         return False
     if cache is None:
         return True
@@ -186,7 +227,7 @@ class Checker:
                     "name (a class defined in __main__, a function); pass an --engine spec "
                     "('path/file.py:Class') or isolate='none'"
                 )
-            init = worker_init(self.spec, options.imports)
+            init = worker_init(self.spec, loaded_ops_files())
             self.engines: InProcess | Isolated = Isolated(init, options.timeout)
         else:
             factory = load_engine(engine) if isinstance(engine, str) else engine
@@ -228,7 +269,8 @@ class Checker:
 
     def _finish(self, ticket: Ticket, reference: _Reference, started: float) -> CaseResult:
         case, options = ticket.case, self.options
-        result = new_result(case)
+        kind = case.reference or options.reference
+        result = new_result(case, kind)
         try:
             outcome, captured = self.engines.outcome(ticket)
         except WorkerLost as lost:
@@ -239,7 +281,7 @@ class Checker:
         except ReferenceNotCached as missing:
             return self._done(error(result, missing.message), ticket, started, reference)
         except EngineFailure as failure:
-            message = f"TensorFlow could not compute the reference: {failure.message}"
+            message = f"the {kind} reference could not be computed: {failure.message}"
             error(result, message, failure.traceback_tail)
             return self._done(result, ticket, started, reference)
         problems = expect_problems(case, reference_run_)
@@ -249,7 +291,7 @@ class Checker:
                 f"gradients asked for once: {case.elements:,} input elements are over the "
                 f"stale-gradients check's limit of {options.stale_check_limit:,}"
             )
-        stale = verdict(
+        reference_run_, stale = verdict(
             case, reference_run_, outcome, result,
             strict=options.strict, notes=notes, expect_failed=bool(problems),
         )  # fmt: skip
@@ -263,6 +305,7 @@ class Checker:
             result.message = "; ".join(filter(None, [result.message, *diagnosis_notes]))
             if output:
                 result.captured += f"\n[while diagnosing]\n{output}" if captured else output
+        result.hints[:0] = reference_run_.doubts  # the oracle in doubt before what it judged
         return self._done(result, ticket, started, reference)
 
     def _done(
@@ -364,13 +407,24 @@ def run(
         _REFERENCES.drain()  # TensorFlow's thread does nothing once `run` has returned
     return RunResult(
         engine=checker.engine_name if checker else _name(engine),
-        reference=reference_label(options.cache and options.cache.tensorflow_version)
-        if cases
-        else "tensorflow",
+        reference=_label(items, options),
         cases=results,
         duration_s=time.perf_counter() - started,
         interrupted=interrupted,
     )
+
+
+def _label(items: Sequence[Case | InvalidCase], options: RunOptions) -> str:
+    """`RunResult.reference`: each kind of reference the cases use, with its version."""
+    kinds = {i.reference or options.reference for i in items if isinstance(i, Case)}
+    if not kinds:
+        return options.reference
+    labels = []
+    if kinds & {"tensorflow", "both"}:
+        labels.append(reference_label(options.cache and options.cache.tensorflow_version))
+    if kinds & {"numeric", "both"}:
+        labels.append(NUMERIC_LABEL)
+    return " + ".join(labels)
 
 
 def _result_of(future: Future[Any]) -> Any:

@@ -140,6 +140,11 @@ def load_ops_files(paths: Iterable[str | os.PathLike[str]]) -> list[Op]:
     return declared
 
 
+def loaded_ops_files() -> tuple[str, ...]:
+    """The ops files loaded so far in this process: what a worker loads before the engine."""
+    return tuple(str(path) for path in _LOADED)
+
+
 # -- checks ----------------------------------------------------------------------------
 
 

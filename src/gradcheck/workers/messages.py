@@ -16,8 +16,8 @@ from ..results import CaseResult
 
 @dataclass(frozen=True)
 class WorkerInit:
-    """How a worker starts: the import path of the run, what it imports first (files or
-    modules declaring ops, say), then the engine it loads (an ``--engine`` spec, a file
+    """How a worker starts: the import path of the run, the ops files it loads first
+    (``--ops``: user-defined ops), then the engine it loads (an ``--engine`` spec, a file
     given by its absolute path). `stamp` tells the files' versions apart (their mtimes
     and sizes): a worker is reused by a later run of the same process only for an equal
     `WorkerInit`."""

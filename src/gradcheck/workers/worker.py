@@ -13,15 +13,12 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import faulthandler
-import importlib
-import importlib.util
 import mmap
 import os
 import signal
 import struct
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 PHASE_BYTES = 4096
@@ -86,32 +83,18 @@ def _start(init: Any) -> tuple[Callable[[], Any] | None, Any]:
     from ..engines.adapters import engine_name, load_engine
     from ..engines.driver import describe
     from ..errors import GradcheckError
+    from ..ops.user import load_ops_files
     from .messages import InitFailed, Ready
 
     sys.path[:] = list(init.sys_path) or sys.path
     try:
-        for item in init.imports:
-            _import(item)
+        load_ops_files(init.imports)  # the run's user-defined ops, before any case arrives
         factory = load_engine(init.engine)
         return factory, Ready(engine_name(factory))
     except GradcheckError as e:
         return None, InitFailed(str(e))
     except BaseException as e:  # SystemExit or anything else the engine's module raised
         return None, InitFailed(f"--engine: importing {init.engine} raised {describe(e)}")
-
-
-def _import(item: str) -> None:
-    """Import a file (by path) or a module (by name) before the engine."""
-    if not item.endswith(".py"):
-        importlib.import_module(item)
-        return
-    path = Path(item)
-    spec = importlib.util.spec_from_file_location(f"gradcheck_import_{path.stem}", path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
 
 
 def _serve(
