@@ -288,3 +288,18 @@ def test_a_signal_before_any_case_ran_exits_with_the_signal_s_code(tmp_path) -> 
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 143
     assert "interrupted by SIGTERM before any case ran" in stderr
+
+
+@pytest.mark.parametrize("shape", [[3, 4], [400, 300]], ids=["sent-drawn", "drawn-in-worker"])
+def test_inputs_are_the_case_s_bits_in_the_worker(shape) -> None:
+    """A small case crosses with its arrays, a large one with its random specs, drawn again
+    in the worker: either way the engine gets exactly the parent's numbers."""
+    from gradcheck import check
+    from gradcheck.cases.loader import load_case
+
+    data = {"name": "bits", "expr": "sum(chatty * chatty)", "inputs": {"chatty": {"shape": shape}}}
+    result = check(data["expr"], data["inputs"], engine=ENGINE, name="bits")
+    assert result.status == "passed"
+    parent = load_case(data).inputs["chatty"]
+    digest = hashlib.sha256(np.ascontiguousarray(parent).tobytes()).hexdigest()
+    assert f"leaf chatty sha256 {digest}" in result.captured

@@ -67,7 +67,8 @@ class Case:
     first needs them (`inputs`, `cotangent`) and dropped by `release()`, so a run holds
     the arrays of the cases it is running, not of every case it loaded. A case sent to
     another process carries its sources, and is drawn there: the same bits, by
-    construction of the random streams (`cases.inputs`).
+    construction of the random streams (`cases.inputs`); a small case, once drawn, with
+    its arrays instead.
     """
 
     name: str
@@ -126,10 +127,14 @@ class Case:
         return drawn
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_drawn": None}  # the sources travel, not what they draw
+        # A large case travels as its sources (drawing is quicker than sending the arrays);
+        # a small one, once drawn, with its arrays (sending them is quicker than drawing).
+        small = self._drawn is not None and self.elements < SEND_DRAWN_ELEMENTS
+        return {**self.__dict__, "_drawn": self._drawn if small else None}
 
 
 _COTANGENT = "@cotangent"  # the cotangent's key among the arrays drawn: no input's name
+SEND_DRAWN_ELEMENTS = 100_000
 
 
 @dataclass

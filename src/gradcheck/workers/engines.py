@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..cases.model import Case
+from ..cases.model import SEND_DRAWN_ELEMENTS, Case
 from ..checking import EngineOutcome, adopt_diagnosis, diagnosis_step, engine_step
 from ..engines.adapters import engine_name
 from ..engines.driver import EngineRun
@@ -108,6 +108,8 @@ class Isolated:
 
     def start(self, case: Case, ask_twice: bool, timeout: float) -> Ticket:
         ticket = Ticket(case, ask_twice, timeout)
+        if case.elements < SEND_DRAWN_ELEMENTS:
+            case.inputs  # noqa: B018  (drawn here, for the reference, and sent as they are)
         ticket.worker = self.pool.submit(RunCase(case, ask_twice, os.getcwd()), timeout)
         return ticket
 
