@@ -121,7 +121,7 @@ cases:
 PADDING = "a" * 40
 
 
-@pytest.mark.parametrize("fmt", ["rich", "json", "junit", "github", "plain"])
+@pytest.mark.parametrize("fmt", ["rich", "json", "junit", "github", "plain", "html"])
 def test_no_format_passes_control_characters_or_workflow_commands_on(tmp_path, fmt) -> None:
     path = tmp_path / "sneaky.yaml"
     path.write_text(HOSTILE_TEXT.format(padding=PADDING))

@@ -2,7 +2,8 @@
 
 Everything from a user or an engine (names, expressions, messages, tracebacks, case
 files) goes through `text()`: colour codes dropped, other control characters shown as
-`\\xNN` (HTML forbids them), then escaped for an element or a quoted attribute.
+escapes as in every report (`report.text.printable`; HTML forbids them), then escaped
+for an element or a quoted attribute.
 """
 
 from __future__ import annotations
@@ -10,13 +11,14 @@ from __future__ import annotations
 import re
 from html import escape
 
+from .text import printable
+
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but tab and newline
 
 
 def text(value: object) -> str:
     """Any user or engine text, safe as HTML text or a quoted attribute value."""
-    string = CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", ANSI.sub("", str(value)))
+    string = printable(ANSI.sub("", str(value)))
     # Lone surrogates (undecodable bytes an engine printed) cannot be written as UTF-8.
     string = string.encode("utf-8", "backslashreplace").decode("utf-8")
     return escape(string, quote=True)
