@@ -133,10 +133,9 @@ class Isolated:
         return list(reply.notes), output
 
     def release(self, ticket: Ticket) -> None:
-        if ticket.worker is not None:
-            # A large case's arrays are let go of at once; a small one's with the next case.
-            now = ticket.case.elements >= RELEASE_NOW_ELEMENTS
-            self.pool.release(ticket.worker, Release(), now=now)
+        # A large case's arrays are let go of at once; a small one's when the next comes.
+        if ticket.worker is not None and ticket.case.elements >= RELEASE_NOW_ELEMENTS:
+            self.pool.release(ticket.worker, Release())
 
     def close(self) -> None:
         self.pool.close()

@@ -353,14 +353,12 @@ class WorkerPool:
         worker.read_output()
         return reply, worker.capture.take()
 
-    def release(self, worker: Worker, message: Any, *, now: bool) -> None:
-        """Tell an idle worker something that needs no answer (`Release`): `now`, or with
-        the next request (one write, one wake-up of the worker, instead of two)."""
+    def release(self, worker: Worker, message: Any) -> None:
+        """Tell an idle worker something that needs no answer (`Release`)."""
         if worker is self.worker and not worker.busy:
             worker.pending += encode(message)
-            if now:
-                with contextlib.suppress(OSError):
-                    worker.write()
+            with contextlib.suppress(OSError):
+                worker.write()
 
     def _replace(self) -> Worker:
         if self.worker is not None:
