@@ -4,10 +4,12 @@ verdict (here, always) and the diagnosis (where the engine runs).
 `run` checks a list of cases and overlaps the work: TensorFlow's import starts at once
 (`prefetch_tensorflow`), on a thread of its own, while the files load and the engine's
 worker imports the engine; then each case's reference (`reference_run`: TensorFlow's,
-the numeric one, or both) is computed while its engine runs, in a worker process
-(``isolate="process"``) or, for a large case in this process (``"none"``), on
-TensorFlow's thread. `Checker` checks one case at a time with a long-lived engine side
-(the pytest plugin, `run`), `check_case` a single case (the Python API's `check`).
+the numeric one, or both) is computed here while its engine runs in its worker process
+(``isolate="process"``). In this process (``"none"``) the engine runs after the
+reference, on this thread: running both at once on threads was slower (TensorFlow's and
+BLAS's thread pools contend, and small cases hold the GIL). `Checker` checks one case at
+a time with a long-lived engine side (the pytest plugin, `run`), `check_case` a single
+case (the Python API's `check`).
 
 Nothing a case's engine does stops the others: it becomes that case's `error`. A run
 interrupted by SIGINT or SIGTERM (`interrupts`) reports the cases it finished and marks
@@ -16,13 +18,12 @@ the rest `not run`. The exit code is computed from the reports alone (`RunResult
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Literal
 
 from . import interrupts
 from .cache import ReferenceCache, ReferenceNotCached
@@ -45,10 +46,6 @@ from .workers.pool import SUPPORTED as workers_supported
 from .workers.pool import WorkerLost, worker_init
 
 Isolation = Literal["process", "none"]
-# In this process, a case with this many input elements has its reference computed on
-# TensorFlow's thread while the engine runs: large arrays' kernels let go of the GIL. A
-# smaller case is quicker one step after the other, as its steps mostly hold the GIL.
-OVERLAP_ELEMENTS = 100_000
 
 
 @dataclass(frozen=True)
@@ -133,67 +130,29 @@ def default_isolation(engine: str | EngineFactory) -> Isolation:
     return "none" if engine == "builtin" else "process"
 
 
-# -- the reference's thread ------------------------------------------------------------
+# -- TensorFlow's import -------------------------------------------------------------
+
+_import: threading.Thread | None = None  # the one background import of this process
 
 
-class _ReferenceThread:
-    """TensorFlow's thread: jobs done in order on one daemon thread (its import, and the
-    references of large cases whose engine runs in this process meanwhile)."""
-
-    def __init__(self) -> None:
-        self._jobs: deque[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]] = deque()
-        self._changed = threading.Condition()
-        self._busy = False
-        self._thread: threading.Thread | None = None
-
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
-        future: Future[Any] = Future()
-        with self._changed:
-            self._jobs.append((future, fn, args))
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._serve, name="gradcheck-reference", daemon=True
-                )
-                self._thread.start()
-            self._changed.notify_all()
-        return future
-
-    def drain(self) -> None:
-        """Cancel the jobs not begun; wait for the one running, if any."""
-        with self._changed:
-            for future, _, _ in self._jobs:
-                future.cancel()
-            self._jobs.clear()
-            while self._busy:
-                self._changed.wait()
-
-    def _serve(self) -> None:
-        while True:
-            with self._changed:
-                while not self._jobs:
-                    self._changed.wait()
-                future, fn, args = self._jobs.popleft()
-                self._busy = True
-            try:
-                if future.set_running_or_notify_cancel():
-                    try:
-                        future.set_result(fn(*args))
-                    except BaseException as e:
-                        future.set_exception(e)
-            finally:
-                with self._changed:
-                    self._busy = False
-                    self._changed.notify_all()
+def prefetch_tensorflow() -> None:
+    """Start importing TensorFlow on a thread of its own, if it is installed and not yet
+    imported; a reference that needs it then waits for it (`load_tensorflow`'s lock)."""
+    global _import
+    if _import is None and tensorflow_module.installed_version() is not None:
+        _import = threading.Thread(target=_import_quietly, name="gradcheck-import", daemon=True)
+        _import.start()
 
 
-_REFERENCES = _ReferenceThread()
+def _import_quietly() -> None:
+    with contextlib.suppress(Exception):  # a broken install is reported by the case needing it
+        load_tensorflow()
 
 
-def prefetch_tensorflow() -> Future[Any] | None:
-    """Start importing TensorFlow on the reference thread, if it is installed."""
-    if tensorflow_module.installed_version() is None:
-        return None
-    return _REFERENCES.submit(load_tensorflow)
+def _import_done() -> None:
+    """Wait for the background import: nothing of TensorFlow's runs once `run` returns."""
+    if _import is not None:
+        _import.join()
 
 
 def needs_tensorflow(options: RunOptions) -> bool:
@@ -254,15 +213,12 @@ class Checker:
         return self.engines.start(case, self.ask_twice(case), case.timeout or self.options.timeout)
 
     def check(self, case: Case) -> CaseResult:
-        """One case, start to end, its reference and its engine side by side: the engine in
-        its worker while the reference is computed here, or (in this process, for a case
-        large enough that NumPy and TensorFlow let go of the GIL) the reference on
-        TensorFlow's thread while the engine runs here."""
+        """One case, start to end: the engine starts in its worker, the reference is
+        computed here meanwhile (in this process, the engine runs after it)."""
         try:
             started = time.perf_counter()
             ticket = self.start(case)
-            background = isinstance(self.engines, InProcess) and case.elements >= OVERLAP_ELEMENTS
-            reference = _Reference(case, self.options, background=background)
+            reference = _Reference(case, self.options)
             return self._finish(ticket, reference, started)
         finally:
             case.release()
@@ -318,28 +274,18 @@ class Checker:
 
 
 class _Reference:
-    """A case's reference: computed at once on this thread, or on TensorFlow's thread
-    (`background`) and waited for when needed. Knows how long it waited for TensorFlow's
-    one-off import, which case durations leave out."""
+    """A case's reference, computed at once; how long it waited for TensorFlow's one-off
+    import, which case durations leave out."""
 
-    def __init__(self, case: Case, options: RunOptions, *, background: bool) -> None:
-        self.future: Future[EngineRun] | None = None
-        self.span = (time.perf_counter(), 0.0)
-        if background:
-            self.future = _REFERENCES.submit(reference_run, case, options)
-            return
+    def __init__(self, case: Case, options: RunOptions) -> None:
+        begun = time.perf_counter()
         try:
             self.value, self.error = reference_run(case, options), None
         except EngineFailure as e:
             self.value, self.error = None, e
-        self.span = self.span[0], time.perf_counter()
+        self.span = begun, time.perf_counter()
 
     def get(self) -> EngineRun:
-        if self.future is not None:
-            try:
-                return _result_of(self.future)
-            finally:
-                self.span = self.span[0], time.perf_counter()
         if self.error is not None:
             raise self.error
         assert self.value is not None
@@ -348,8 +294,8 @@ class _Reference:
     def import_wait(self) -> float:
         """The seconds of TensorFlow's import that this case spent waiting for."""
         span = tensorflow_module.import_span
-        end = self.span[1] or time.perf_counter()
-        return 0.0 if span is None else max(0.0, min(span[1], end) - max(span[0], self.span[0]))
+        start, end = self.span
+        return 0.0 if span is None else max(0.0, min(span[1], end) - max(span[0], start))
 
 
 def check_case(
@@ -404,7 +350,7 @@ def run(
     finally:
         if checker is not None:
             checker.close()
-        _REFERENCES.drain()  # TensorFlow's thread does nothing once `run` has returned
+        _import_done()
     return RunResult(
         engine=checker.engine_name if checker else _name(engine),
         reference=_label(items, options),
@@ -425,15 +371,6 @@ def _label(items: Sequence[Case | InvalidCase], options: RunOptions) -> str:
     if kinds & {"numeric", "both"}:
         labels.append(NUMERIC_LABEL)
     return " + ".join(labels)
-
-
-def _result_of(future: Future[Any]) -> Any:
-    # A short timeout, again and again: a signal must reach the main thread while it waits.
-    while True:
-        try:
-            return future.result(timeout=0.1)
-        except TimeoutError:
-            interrupts.check()
 
 
 def _invalid(item: InvalidCase) -> CaseResult:
