@@ -303,7 +303,8 @@ def main() -> None:
         f"{iso / base:>4.2f}x{twice / base:>12.2f}x"
     )
     print(
-        f"targets: time <= {TIME_TARGET}x (the overlapped run: isolated), memory <= {MEMORY_TARGET}x"
+        f"targets: time <= {TIME_TARGET}x (the overlapped run: isolated), "
+        f"memory <= {MEMORY_TARGET}x"
     )
     print("the bare computation has its inputs drawn already; gradcheck draws them per run:")
     for name, base, tool, iso, *_ in rows:
