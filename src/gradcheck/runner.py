@@ -219,6 +219,8 @@ class Checker:
             started = time.perf_counter()
             ticket = self.start(case)
             reference = _Reference(case, self.options)
+            if isinstance(self.engines, Isolated):
+                case.release()  # its worker has its own copy: ours may go before its reply comes
             return self._finish(ticket, reference, started)
         finally:
             case.release()
