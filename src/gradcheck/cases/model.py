@@ -54,7 +54,7 @@ class Tolerance:
         return cls(rtol, atol)
 
 
-# One lock for every case's first draw: the reference thread and the engine may both ask.
+# One lock for every case's first draw: a program may check cases from several threads.
 _DRAWING = threading.Lock()
 
 
