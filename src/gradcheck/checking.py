@@ -14,12 +14,14 @@ cross from a worker process to gradcheck's.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from .cases.model import Case
 from .comparison.compare import compare
 from .comparison.trust import judged_part, nothing_judged, tolerance
 from .diagnosis import Evidence, diagnose
+from .diagnosis.conventions import declared_conventions, follow_conventions, note_conventions
 from .engines.driver import (
     EngineFailure,
     EngineRun,
@@ -32,15 +34,27 @@ from .engines.driver import (
 from .engines.protocol import EngineFactory
 from .results import CaseResult, InputResult
 
+# The engine calls whose failure the diagnosis explains: it raised differentiating.
+DIAGNOSED_CALLS = ("grad", "vjp")
+
 
 @dataclass
 class EngineOutcome:
-    """What the engine step gave: its run, or why there is none (unsupported, an error)."""
+    """What the engine step gave: its run, or why there is none (unsupported, an error,
+    with `what` the engine call that raised)."""
 
     run: EngineRun | None = None
     unsupported: str | None = None
     error: str | None = None
     traceback: str | None = None
+    what: str | None = None
+
+    @property
+    def failure(self) -> EngineFailure | None:
+        """The error as the diagnosis takes it, when there was one."""
+        if self.error is None:
+            return None
+        return EngineFailure(self.error, self.traceback, self.what)
 
 
 def engine_step(case: Case, factory: EngineFactory, *, ask_twice: bool) -> EngineOutcome:
@@ -53,7 +67,9 @@ def engine_step(case: Case, factory: EngineFactory, *, ask_twice: bool) -> Engin
     except Unsupported as unsupported:
         return EngineOutcome(unsupported=str(unsupported))
     except EngineFailure as failure:
-        return EngineOutcome(error=failure.message, traceback=failure.traceback_tail)
+        return EngineOutcome(
+            error=failure.message, traceback=failure.traceback_tail, what=failure.what
+        )
     except Exception as e:  # what the driver's checks did not foresee is still the engine's
         return EngineOutcome(error=f"the engine raised {describe(e)}", traceback=traceback_tail(e))
     return EngineOutcome(got)
@@ -88,14 +104,18 @@ def verdict(
     *,
     strict: bool,
     notes: list[str],
+    declared: Mapping[str, str],
+    exact: Callable[[], EngineRun | None],
     expect_failed: bool = False,
 ) -> tuple[EngineRun, list[str]]:
     """Fill `result` from the engine's outcome against the reference.
 
-    `notes` (the stale check's limit, `expect`'s problems) join the message;
-    `expect_failed` fails the case even when the engine matched. Returns the part of the
-    reference that judged the engine (`comparison.trust`), and the inputs whose second
-    answer differed from the first (the stale-gradients check).
+    The reference is what it can judge (`comparison.trust`), with the conventions the
+    adapter `declared` followed; a low-precision case that fails is judged again by its
+    distance from `exact()`, the reference's float64 answer. `notes` (the stale check's
+    limit, `expect`'s problems) join the message; `expect_failed` fails the case even
+    when the engine matched. Returns the reference as it judged the engine, and the
+    inputs whose second answer differed from the first (the stale-gradients check).
     """
     got = outcome.run
     if got is None:
@@ -105,12 +125,15 @@ def verdict(
         else:
             error(result, outcome.error or "the engine failed", outcome.traceback)
         return reference, []
-    reference = judged_part(reference, got)
-    result.forward = compare(reference.forward, got.forward, case.tolerance)
-    result.inputs = [
-        InputResult(name, compare(reference.grads[name], grad, tolerance(case, reference, name)))
-        for name, grad in got.grads.items()
-    ]
+    result.engine_dtype = got.dtype
+    tensorflow = reference = judged_part(reference, got)
+    reference, followed = follow_conventions(case, reference, declared)
+    _compare_all(result, reference, got, case, None)
+    if mismatched(result, []):
+        wide = exact()
+        if wide is not None:  # low precision: judged by the distance from the exact answer
+            _compare_all(result, reference, got, case, wide)
+    note_conventions(result.inputs, tensorflow, got, followed, case.tolerance)
     stale = [
         name
         for name, grad in got.grads.items()
@@ -122,8 +145,30 @@ def verdict(
     result.status = "failed" if failed or expect_failed or reference.doubts else "passed"
     if result.status == "passed" and nothing_judged(reference):
         result.status = "skipped"  # the reference could judge no gradient element at all
-    result.message = "; ".join([*reference.notes, *got.notes, *notes])
+    passed_by_conventions = not failed and any(item.hints for item in result.inputs)
+    conventions = ["passed under the engine's declared conventions"] * passed_by_conventions
+    result.message = "; ".join([*reference.notes, *got.notes, *notes, *conventions])
     return reference, stale
+
+
+def _compare_all(
+    result: CaseResult, reference: EngineRun, got: EngineRun, case: Case, exact: EngineRun | None
+) -> None:
+    result.forward = compare(
+        reference.forward, got.forward, case.tolerance, exact and exact.forward
+    )
+    result.inputs = [
+        InputResult(
+            name,
+            compare(
+                reference.grads[name],
+                grad,
+                tolerance(case, reference, name),
+                exact and exact.grads[name],
+            ),
+        )
+        for name, grad in got.grads.items()
+    ]
 
 
 def mismatched(result: CaseResult, stale: list[str]) -> bool:
@@ -133,6 +178,13 @@ def mismatched(result: CaseResult, stale: list[str]) -> bool:
         result.forward is not None
         and (not result.forward.passed or any(not i.comparison.passed for i in result.inputs))
     ) or bool(stale)
+
+
+def to_diagnose(result: CaseResult, outcome: EngineOutcome, stale: list[str]) -> bool:
+    """A mismatch, or an engine that raised differentiating: what diagnosis explains."""
+    return mismatched(result, stale) or (
+        outcome.run is None and outcome.error is not None and outcome.what in DIAGNOSED_CALLS
+    )
 
 
 def expect_problems(case: Case, reference: EngineRun) -> list[str]:
@@ -151,13 +203,23 @@ def expect_problems(case: Case, reference: EngineRun) -> list[str]:
 def diagnosis_step(
     case: Case,
     reference: EngineRun,
-    got: EngineRun,
+    outcome: EngineOutcome,
     result: CaseResult,
     factory: EngineFactory,
     stale: list[str],
 ) -> list[str]:
     """Attach hints to `result` (in place); the notes of diagnosis steps that failed."""
-    return diagnose(Evidence(case, reference, got, result, factory, stale))
+    evidence = Evidence(
+        case,
+        reference,
+        outcome.run,
+        result,
+        factory,
+        stale,
+        failure=outcome.failure,
+        conventions=declared_conventions(factory),
+    )
+    return diagnose(evidence)
 
 
 def adopt_diagnosis(result: CaseResult, diagnosed: CaseResult) -> None:

@@ -25,12 +25,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+import numpy as np
+
 from . import interrupts
 from .cache import ReferenceCache, ReferenceNotCached
-from .cases.model import Case, InvalidCase
-from .checking import EngineOutcome, error, expect_problems, mismatched, new_result, verdict
+from .cases.model import LOW_PRECISION, Case, InvalidCase
+from .checking import EngineOutcome, error, expect_problems, new_result, to_diagnose, verdict
 from .comparison.trust import disagreements
 from .defaults import STALE_CHECK_LIMIT, TIMEOUT
+from .diagnosis.conventions import follow_conventions
 from .engines import tensorflow as tensorflow_module
 from .engines.adapters import engine_spec, load_engine
 from .engines.driver import EngineFailure, EngineRun, Unsupported, run_engine
@@ -249,11 +252,13 @@ class Checker:
                 f"gradients asked for once: {case.elements:,} input elements are over the "
                 f"stale-gradients check's limit of {options.stale_check_limit:,}"
             )
+        declared = self.engines.conventions
         reference_run_, stale = verdict(
             case, reference_run_, outcome, result,
-            strict=options.strict, notes=notes, expect_failed=bool(problems),
+            strict=options.strict, notes=notes, declared=declared,
+            exact=lambda: _exact_run(case, options, declared), expect_failed=bool(problems),
         )  # fmt: skip
-        if options.diagnose and mismatched(result, stale):
+        if options.diagnose and to_diagnose(result, outcome, stale):
             try:
                 diagnosis_notes, output = self.engines.diagnose(
                     ticket, reference_run_, result, stale
@@ -298,6 +303,23 @@ class _Reference:
         span = tensorflow_module.import_span
         start, end = self.span
         return 0.0 if span is None else max(0.0, min(span[1], end) - max(span[0], start))
+
+
+def _exact_run(case: Case, options: RunOptions, declared: dict[str, str]) -> EngineRun | None:
+    """Low precision (float16, bfloat16) without a tolerance of its own: the reference's
+    float64 answer for the same rounded inputs, what both engines are judged against."""
+    if case.dtype not in LOW_PRECISION or case.tolerance_given:
+        return None
+    wide = replace(
+        case,
+        dtype="float64",
+        sources={n: np.asarray(v, np.float64) for n, v in case.inputs.items()},
+        cotangent_source=np.asarray(case.cotangent, np.float64),
+    )
+    try:
+        return follow_conventions(wide, reference_run(wide, options), declared)[0]
+    except (EngineFailure, ReferenceNotCached):
+        return None  # judged by the tolerance alone
 
 
 def check_case(

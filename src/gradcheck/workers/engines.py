@@ -27,6 +27,7 @@ import numpy as np
 
 from ..cases.model import SEND_DRAWN_ELEMENTS, Case
 from ..checking import EngineOutcome, adopt_diagnosis, diagnosis_step, engine_step
+from ..diagnosis.conventions import declared_conventions
 from ..engines.adapters import engine_name
 from ..engines.driver import EngineRun
 from ..engines.protocol import EngineFactory
@@ -55,6 +56,7 @@ class InProcess:
     def __init__(self, factory: EngineFactory) -> None:
         self.factory = factory
         self.engine: str | None = engine_name(factory)
+        self.conventions = declared_conventions(factory)
         self.cwd = os.getcwd()
 
     def warm(self) -> None:
@@ -71,10 +73,10 @@ class InProcess:
     def diagnose(
         self, ticket: Ticket, reference: EngineRun, result: CaseResult, stale: list[str]
     ) -> tuple[list[str], str]:
-        assert ticket.outcome is not None and ticket.outcome.run is not None
-        got = ticket.outcome.run
+        outcome = ticket.outcome
+        assert outcome is not None
         with self._step() as output:
-            notes = diagnosis_step(ticket.case, reference, got, result, self.factory, stale)
+            notes = diagnosis_step(ticket.case, reference, outcome, result, self.factory, stale)
         return notes, output.take()
 
     def release(self, ticket: Ticket) -> None:
@@ -102,6 +104,11 @@ class Isolated:
     @property
     def engine(self) -> str | None:
         return self.pool.engine
+
+    @property
+    def conventions(self) -> dict[str, str]:
+        """What the engine's adapter declares, as its worker read it (SPEC §4)."""
+        return self.pool.conventions
 
     def warm(self) -> None:
         self.pool.start()
@@ -173,10 +180,15 @@ def _is_outcome(reply: Any, case: Case) -> bool:
 
 
 def _plain_fields(value: Any, kind: type) -> bool:
-    """A `kind` dataclass whose fields hold only strings, numbers, None or lists of them."""
+    """A `kind` dataclass whose fields hold only strings, numbers, None, lists of them, or
+    (a hint's `also`) lists of such dataclasses."""
     plain = (str, int, float, bool, type(None), np.integer, np.floating)
+
+    def ok(v: Any) -> bool:
+        return isinstance(v, plain) or (isinstance(v, kind) and _plain_fields(v, kind))
+
     return isinstance(value, kind) and all(
-        isinstance(v, plain) or (isinstance(v, list) and all(isinstance(x, plain) for x in v))
+        isinstance(v, plain) or (isinstance(v, list) and all(ok(x) for x in v))
         for v in (getattr(value, f.name) for f in dataclasses.fields(kind))
     )
 

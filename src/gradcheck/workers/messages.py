@@ -31,6 +31,7 @@ class WorkerInit:
 @dataclass
 class Ready:
     engine: str  # the engine's name, for reports
+    conventions: dict[str, str] = field(default_factory=dict)  # what its adapter declares
 
 
 @dataclass

@@ -87,6 +87,7 @@ class Worker:
         self.receiver = Receiver(self.replies, plain=True)
         self.capture = Capture()
         self.engine: str | None = None  # its name, once it is ready
+        self.conventions: dict[str, str] = {}
         self.pending: list[memoryview] = []
         self.reply: Any = Receiver.NOTHING
         self.lost: WorkerLost | None = None
@@ -167,6 +168,7 @@ class Worker:
                 return
             if isinstance(message, Ready):
                 self.engine = message.engine
+                self.conventions = dict(message.conventions)
                 self.deadline = time.monotonic() + self.timeout
             elif isinstance(message, InitFailed):
                 self.unavailable = EngineUnavailable(message.message)
@@ -291,6 +293,7 @@ class WorkerPool:
         self.timeout = timeout
         self.worker: Worker | None = None
         self.engine: str | None = None  # the engine's name, once a worker has loaded it
+        self.conventions: dict[str, str] = {}  # the conventions its adapter declares
 
     def start(self) -> Worker:
         """The worker, started now if there is none (its import overlaps what comes next)."""
@@ -344,7 +347,7 @@ class WorkerPool:
                 worker.ready(fd)
             worker.check(time.monotonic())
         if worker.engine is not None:
-            self.engine = worker.engine
+            self.engine, self.conventions = worker.engine, worker.conventions
         try:
             reply = worker.result()
         except WorkerLost:

@@ -80,6 +80,7 @@ def _detach() -> None:
 
 def _start(init: Any) -> tuple[Callable[[], Any] | None, Any]:
     """The engine factory and the `Ready` reply, or None and `InitFailed` saying why."""
+    from ..diagnosis.conventions import declared_conventions
     from ..engines.adapters import engine_name, load_engine
     from ..engines.driver import describe
     from ..errors import GradcheckError
@@ -90,7 +91,7 @@ def _start(init: Any) -> tuple[Callable[[], Any] | None, Any]:
     try:
         load_ops_files(init.imports)  # the run's user-defined ops, before any case arrives
         factory = load_engine(init.engine)
-        return factory, Ready(engine_name(factory))
+        return factory, Ready(engine_name(factory), declared_conventions(factory))
     except GradcheckError as e:
         return None, InitFailed(str(e))
     except BaseException as e:  # SystemExit or anything else the engine's module raised
@@ -127,11 +128,11 @@ def _serve(
         elif isinstance(message, Diagnose):
             phase.stage = " while diagnosing"
             try:
-                if last is None or last[1].run is None:
-                    raise RuntimeError("the worker holds no engine run to diagnose")
+                if last is None:
+                    raise RuntimeError("the worker holds no case to diagnose")
                 case, outcome = last
                 notes = diagnosis_step(
-                    case, message.reference, outcome.run, message.result, factory, message.stale
+                    case, message.reference, outcome, message.result, factory, message.stale
                 )
             except BaseException as e:
                 notes = [f"diagnosis stopped: {describe(e)}"]
