@@ -417,7 +417,7 @@ def fuzz(
     from .fuzzing import Budget, fuzz_engine
 
     run = fuzz_engine(
-        _engine_factory(engine),
+        _factory(engine),
         ops=ops,
         dtypes=dtypes,
         max_ops=max_ops,
@@ -472,6 +472,16 @@ def _input_value(value: Any) -> Any:
         return array.astype(np.float64) if array.dtype.kind == "V" else array  # bfloat16
     except (TypeError, ValueError):
         return value
+
+
+def _factory(engine: EngineSpec) -> Callable[[], Any]:
+    """The engine as a factory in this process (`fuzz` runs it here)."""
+    checked = _engine(engine)
+    if isinstance(checked, str):
+        from .engines.adapters import load_engine
+
+        return load_engine(checked)
+    return checked
 
 
 def _engine(engine: EngineSpec) -> str | Callable[[], Any]:
