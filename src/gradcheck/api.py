@@ -426,7 +426,7 @@ def fuzz(
         seed=seed,
         out=None if out is None else Path(out),
         engine_spec=_engine_spec(engine),
-        options=_options(cache_dir=cache_dir),
+        options=_options(cache_dir=cache_dir),  # the engine runs here: fuzz_engine calls it
     )
     return FuzzReport(run)
 
@@ -435,7 +435,7 @@ def fuzz(
 
 
 def _options(
-    engine: Any,
+    engine: Any = None,
     *,
     cache_dir: str | os.PathLike[str] | None = None,
     isolate: str | None = None,
