@@ -15,7 +15,7 @@ cross from a worker process to gradcheck's.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .cases.model import Case
 from .comparison.compare import compare
@@ -32,7 +32,7 @@ from .engines.driver import (
     traceback_tail,
 )
 from .engines.protocol import EngineFactory
-from .results import CaseResult, InputResult
+from .results import CaseResult, Hint, InputResult
 
 # The engine calls whose failure the diagnosis explains: it raised differentiating.
 DIAGNOSED_CALLS = ("grad", "vjp")
@@ -45,6 +45,7 @@ class EngineOutcome:
 
     run: EngineRun | None = None
     unsupported: str | None = None
+    unsupported_ops: list[str] = field(default_factory=list)  # the ops it lacks
     error: str | None = None
     traceback: str | None = None
     what: str | None = None
@@ -65,7 +66,7 @@ def engine_step(case: Case, factory: EngineFactory, *, ask_twice: bool) -> Engin
             engine, case.expression, case.inputs, case.wrt, case.cotangent, ask_twice=ask_twice
         )
     except Unsupported as unsupported:
-        return EngineOutcome(unsupported=str(unsupported))
+        return EngineOutcome(unsupported=str(unsupported), unsupported_ops=unsupported.ops)
     except EngineFailure as failure:
         return EngineOutcome(
             error=failure.message, traceback=failure.traceback_tail, what=failure.what
@@ -122,6 +123,7 @@ def verdict(
         if outcome.unsupported is not None:
             result.status = "failed" if strict else "skipped"
             result.message = f"unsupported: {outcome.unsupported}"
+            result.unsupported_ops = list(outcome.unsupported_ops)
         else:
             error(result, outcome.error or "the engine failed", outcome.traceback)
         return reference, []
@@ -200,6 +202,16 @@ def expect_problems(case: Case, reference: EngineRun) -> list[str]:
     return problems
 
 
+@dataclass
+class Known:
+    """What diagnosis takes from the run so far: its causes, each with the case it was
+    found on (`diagnosis.root_causes.known`), and whether a cause that reproduces a case
+    spares it the probes (`brief`, ``--diagnose=first``)."""
+
+    causes: list[tuple[Hint, str]] = field(default_factory=list)
+    brief: bool = True
+
+
 def diagnosis_step(
     case: Case,
     reference: EngineRun,
@@ -207,6 +219,7 @@ def diagnosis_step(
     result: CaseResult,
     factory: EngineFactory,
     stale: list[str],
+    known: Known,
 ) -> list[str]:
     """Attach hints to `result` (in place); the notes of diagnosis steps that failed."""
     evidence = Evidence(
@@ -218,6 +231,8 @@ def diagnosis_step(
         stale,
         failure=outcome.failure,
         conventions=declared_conventions(factory),
+        known=list(known.causes),
+        brief=known.brief,
     )
     return diagnose(evidence)
 

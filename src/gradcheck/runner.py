@@ -30,10 +30,20 @@ import numpy as np
 from . import interrupts
 from .cache import ReferenceCache, ReferenceNotCached
 from .cases.model import LOW_PRECISION, Case, InvalidCase
-from .checking import EngineOutcome, error, expect_problems, new_result, to_diagnose, verdict
+from .checking import (
+    EngineOutcome,
+    Known,
+    error,
+    expect_problems,
+    new_result,
+    to_diagnose,
+    verdict,
+)
 from .comparison.trust import disagreements
 from .defaults import STALE_CHECK_LIMIT, TIMEOUT
+from .diagnosis import diagnose_run
 from .diagnosis.conventions import follow_conventions
+from .diagnosis.root_causes import known
 from .engines import tensorflow as tensorflow_module
 from .engines.adapters import engine_spec, load_engine
 from .engines.driver import EngineFailure, EngineRun, Unsupported, run_engine
@@ -43,7 +53,7 @@ from .engines.protocol import EngineFactory
 from .engines.tensorflow import TensorFlowEngine, load_tensorflow, reference_label, silenced_stderr
 from .errors import UsageError
 from .ops.user import loaded_ops_files
-from .results import CaseResult, RunResult
+from .results import CaseResult, Hint, RunResult
 from .workers.engines import InProcess, Isolated, Ticket
 from .workers.pool import SUPPORTED as workers_supported
 from .workers.pool import WorkerLost, worker_init
@@ -55,7 +65,9 @@ Isolation = Literal["process", "none"]
 class RunOptions:
     strict: bool = False  # an unsupported case fails instead of being skipped
     fail_fast: bool = False
-    diagnose: bool = True
+    # False: compare only. True or "first": a case that a fingerprint found on an earlier
+    # case reproduces is not probed again. "all": every failing case in full.
+    diagnose: bool | Literal["first", "all"] = True
     cache: ReferenceCache | None = None  # references kept between runs
     require_cache: bool = False  # a reference missing from `cache` is an error, not computed
     stale_check_limit: int | None = STALE_CHECK_LIMIT  # input elements; None: every case
@@ -215,20 +227,24 @@ class Checker:
     def start(self, case: Case) -> Ticket:
         return self.engines.start(case, self.ask_twice(case), case.timeout or self.options.timeout)
 
-    def check(self, case: Case) -> CaseResult:
+    def check(self, case: Case, causes: Sequence[tuple[Hint, str]] = ()) -> CaseResult:
         """One case, start to end: the engine starts in its worker, the reference is
-        computed here meanwhile (in this process, the engine runs after it)."""
+        computed here meanwhile (in this process, the engine runs after it). `causes`:
+        the run's causes so far (`diagnosis.root_causes.known`), for its diagnosis."""
         try:
             started = time.perf_counter()
             ticket = self.start(case)
             reference = _Reference(case, self.options)
             if isinstance(self.engines, Isolated):
                 case.release()  # its worker has its own copy: ours may go before its reply comes
-            return self._finish(ticket, reference, started)
+            prior = Known(list(causes), brief=self.options.diagnose != "all")
+            return self._finish(ticket, reference, started, prior)
         finally:
             case.release()
 
-    def _finish(self, ticket: Ticket, reference: _Reference, started: float) -> CaseResult:
+    def _finish(
+        self, ticket: Ticket, reference: _Reference, started: float, prior: Known
+    ) -> CaseResult:
         case, options = ticket.case, self.options
         kind = case.reference or options.reference
         result = new_result(case, kind)
@@ -261,7 +277,7 @@ class Checker:
         if options.diagnose and to_diagnose(result, outcome, stale):
             try:
                 diagnosis_notes, output = self.engines.diagnose(
-                    ticket, reference_run_, result, stale
+                    ticket, reference_run_, result, stale, prior
                 )
             except WorkerLost as lost:
                 diagnosis_notes, output = [f"diagnosis stopped: {lost.message}"], lost.captured
@@ -323,11 +339,15 @@ def _exact_run(case: Case, options: RunOptions, declared: dict[str, str]) -> Eng
 
 
 def check_case(
-    case: Case, engine: str | EngineFactory, options: RunOptions = RunOptions()
+    case: Case,
+    engine: str | EngineFactory,
+    options: RunOptions = RunOptions(),
+    causes: Sequence[tuple[Hint, str]] = (),
 ) -> CaseResult:
-    """Check one case: the reference, the engine (where `options.isolate` says), the verdict."""
+    """Check one case: the reference, the engine (where `options.isolate` says), the
+    verdict, the diagnosis (`causes`: the run's so far, `diagnosis.root_causes.known`)."""
     with Checker(engine, options) as checker:
-        return checker.check(case)
+        return checker.check(case, causes)
 
 
 # -- a run -----------------------------------------------------------------------------
@@ -360,7 +380,7 @@ def run(
             interrupts.check()
             if isinstance(item, Case):
                 assert checker is not None
-                result = checker.check(item)
+                result = checker.check(item, known(results) if options.diagnose else ())
             else:
                 result = _invalid(item)
             results.append(result)
@@ -375,13 +395,14 @@ def run(
         if checker is not None:
             checker.close()
         _import_done()
-    return RunResult(
+    ran = RunResult(
         engine=checker.engine_name if checker else _name(engine),
         reference=_label(items, options),
         cases=results,
         duration_s=time.perf_counter() - started,
         interrupted=interrupted,
     )
+    return diagnose_run(ran, causes=bool(options.diagnose))
 
 
 def _label(items: Sequence[Case | InvalidCase], options: RunOptions) -> str:

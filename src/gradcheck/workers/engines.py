@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..cases.model import SEND_DRAWN_ELEMENTS, Case
-from ..checking import EngineOutcome, adopt_diagnosis, diagnosis_step, engine_step
+from ..checking import EngineOutcome, Known, adopt_diagnosis, diagnosis_step, engine_step
 from ..diagnosis.conventions import declared_conventions
 from ..engines.adapters import engine_name
 from ..engines.driver import EngineRun
@@ -71,12 +71,19 @@ class InProcess:
         return ticket.outcome, output.take()
 
     def diagnose(
-        self, ticket: Ticket, reference: EngineRun, result: CaseResult, stale: list[str]
+        self,
+        ticket: Ticket,
+        reference: EngineRun,
+        result: CaseResult,
+        stale: list[str],
+        known: Known,
     ) -> tuple[list[str], str]:
         outcome = ticket.outcome
         assert outcome is not None
         with self._step() as output:
-            notes = diagnosis_step(ticket.case, reference, outcome, result, self.factory, stale)
+            notes = diagnosis_step(
+                ticket.case, reference, outcome, result, self.factory, stale, known
+            )
         return notes, output.take()
 
     def release(self, ticket: Ticket) -> None:
@@ -128,11 +135,15 @@ class Isolated:
         return reply, output
 
     def diagnose(
-        self, ticket: Ticket, reference: EngineRun, result: CaseResult, stale: list[str]
+        self,
+        ticket: Ticket,
+        reference: EngineRun,
+        result: CaseResult,
+        stale: list[str],
+        known: Known,
     ) -> tuple[list[str], str]:
-        worker = self.pool.resubmit(
-            ticket.worker, Diagnose(reference, result, stale), ticket.timeout
-        )
+        message = Diagnose(reference, result, stale, known, os.getcwd())
+        worker = self.pool.resubmit(ticket.worker, message, ticket.timeout)
         reply, output = self.pool.wait(worker)
         if not _is_diagnosis(reply):
             return ["diagnosis stopped: the engine process sent an unreadable reply"], output

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..cases.model import Case
+from ..checking import Known
 from ..engines.driver import EngineRun
 from ..results import CaseResult
 
@@ -53,6 +54,7 @@ class Diagnose:
     reference: EngineRun
     result: CaseResult
     stale: list[str] = field(default_factory=list)
+    known: Known = field(default_factory=Known)
     cwd: str = ""
 
 

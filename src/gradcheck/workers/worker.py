@@ -132,7 +132,13 @@ def _serve(
                     raise RuntimeError("the worker holds no case to diagnose")
                 case, outcome = last
                 notes = diagnosis_step(
-                    case, message.reference, outcome, message.result, factory, message.stale
+                    case,
+                    message.reference,
+                    outcome,
+                    message.result,
+                    factory,
+                    message.stale,
+                    message.known,
                 )
             except BaseException as e:
                 notes = [f"diagnosis stopped: {describe(e)}"]
