@@ -12,8 +12,8 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from gradcheck import cli
 from gradcheck.cli import app
+from gradcheck.cli import run as run_command
 
 ENV = {"COLUMNS": "200", "NO_COLOR": None, "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
 DURATION = re.compile(r"^\d+\.\d\ds \S+::\S+$")
@@ -46,7 +46,9 @@ def run(*args: str):
 def terminal_console(monkeypatch) -> None:
     """Make `gradcheck run` believe stdout is a terminal (CliRunner's never is)."""
     monkeypatch.setattr(
-        cli, "_console", lambda *a, **k: Console(force_terminal=True, highlight=False, width=120)
+        run_command,
+        "stdout_console",
+        lambda *a, **k: Console(force_terminal=True, highlight=False, width=120),
     )
 
 

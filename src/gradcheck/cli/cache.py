@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from .cli import DEFAULT_PATHS, EXIT_OK, Paths, _err, boundary
+from .common import DEFAULT_PATHS, EXIT_OK, Paths, boundary, echo_err
 
 cache_app = typer.Typer(
     no_args_is_help=True,
@@ -36,8 +36,8 @@ def cache_verify(
     Also reports entries missing from the cache's lock or changed since they were locked.
     Nothing in the cache is changed.
     """
-    from .cache import ReferenceCache
-    from .lock import verify
+    from ..cache import ReferenceCache
+    from ..lock import verify
 
     found = verify(
         _valid_cases(paths), ReferenceCache(cache_dir, read_only=True), sample=sample, seed=seed
@@ -57,20 +57,20 @@ def cache_lock(paths: Paths = None, cache_dir: CacheDir = Path(".gradcheck_cache
     """Write the cache's lock (gradcheck.lock in the cache folder): a text manifest of the
     cases' cached references, which --require-cache then holds the cache to. Commit it
     and review changes to it."""
-    from .cache import ReferenceCache
-    from .lock import write_lock
+    from ..cache import ReferenceCache
+    from ..lock import write_lock
 
     done = write_lock(_valid_cases(paths), ReferenceCache(cache_dir, read_only=True))
     for case, why in done.missing:
-        _err(f"not locked: {case.location}::{case.name} ({why})")
+        echo_err(f"not locked: {case.location}::{case.name} ({why})")
     typer.echo(f"locked {len(done.locked)} references in {done.path}")
 
 
 def _valid_cases(paths: list[Path] | None) -> list:
-    from .cases import Case, load_paths
+    from ..cases import Case, load_paths
 
     items = load_paths(paths or DEFAULT_PATHS)
     for item in items:
         if not isinstance(item, Case):
-            _err(f"{item.location}: {item.message}")
+            echo_err(f"{item.location}: {item.message}")
     return [item for item in items if isinstance(item, Case)]
