@@ -303,3 +303,21 @@ def test_inputs_are_the_case_s_bits_in_the_worker(shape) -> None:
     parent = load_case(data).inputs["chatty"]
     digest = hashlib.sha256(np.ascontiguousarray(parent).tobytes()).hexdigest()
     assert f"leaf chatty sha256 {digest}" in result.captured
+
+
+def test_a_process_checking_many_engines_keeps_only_a_few_idle_workers(tmp_path) -> None:
+    """Each finished run keeps its worker for a next run with the same engine; a process
+    that checks many engines (a notebook, a test suite) must not gather one per engine."""
+    from gradcheck import check
+    from gradcheck.workers import pool
+
+    source = (HERE.parent / "examples" / "tiny_engine.py").read_text()
+    started = []
+    for i in range(pool.KEPT_WORKERS + 3):
+        engine = tmp_path / f"engine_{i}.py"
+        engine.write_text(source)
+        assert check("sum(x * x)", {"x": [2, 3]}, engine=str(engine), isolate="process").passed
+        started.append(next(reversed(pool._KEPT.values())).process)
+    assert len(pool._KEPT) <= pool.KEPT_WORKERS
+    for process in started[: -pool.KEPT_WORKERS]:
+        assert process.wait(timeout=30) is not None, "an idle worker beyond the cap lives on"

@@ -268,7 +268,10 @@ def worker_init(spec: str, imports: tuple[str, ...] = ()) -> WorkerInit:
 
 # Workers a run has finished with, kept for the next run of this process with an equal
 # `WorkerInit` (the Python API, the pytest plugin, tests): the engine is imported once.
+# Only the newest few: a process that checks many engines (a notebook, a test suite)
+# must not gather an idle interpreter per engine.
 _KEPT: dict[WorkerInit, Worker] = {}
+KEPT_WORKERS = 2
 
 
 @atexit.register
@@ -384,3 +387,5 @@ class WorkerPool:
         if previous is not None:
             previous.close()
         _KEPT[self.init] = worker
+        while len(_KEPT) > KEPT_WORKERS:  # dicts keep insertion order: the oldest first
+            _KEPT.pop(next(iter(_KEPT))).close()
