@@ -40,6 +40,20 @@ def _explode(what: str) -> None:
     raise ValueError(f"boom in {what}")
 
 
+class NoJvp(BuiltinEngine):
+    """No forward mode: unsupported for a case that asks for it."""
+
+    name = "no-jvp"
+    jvp = None  # type: ignore[assignment]
+
+
+class RaisingJvp(BuiltinEngine):
+    name = "raising-jvp"
+
+    def jvp(self, output, wrt, tangents):
+        _explode("jvp")
+
+
 class RaisingGrad(BuiltinEngine):
     name = "raising-grad"
 

@@ -168,14 +168,16 @@ def test_ops_lists_every_op_with_its_tensorflow_mapping():
         assert any(op.signature in line and op.tf_name in line for line in lines), op.name
 
 
+@pytest.mark.parametrize("mode", ["rev", "fwd"])
 @pytest.mark.parametrize("spelling", ["numpy", "tensorflow"])
-def test_ops_shows_every_vjp_rule_in_the_spelling_asked_for(spelling):
+def test_ops_shows_every_vjp_rule_in_the_spelling_asked_for(spelling, mode):
     assert "VJP" not in invoke("ops").stdout  # the rules only when asked for
-    result = invoke("ops", "--spelling", spelling)
+    result = invoke("ops", "--spelling", spelling, *(["--forward"] if mode == "fwd" else []))
     assert result.exit_code == 0, result.stderr
+    assert ("JVP (" in result.stdout) == (mode == "fwd")
     flat = " ".join(result.stdout.split())  # the table folds long rules over lines
     for op in all_ops():
-        rule = op.rule(len(op.params) - 1, spelling)
+        rule = op.rule(len(op.params) - 1, spelling, mode)
         assert " ".join(rule.split()).replace(" ", "") in flat.replace(" ", ""), op.name
 
 

@@ -43,7 +43,9 @@ from gradcheck.ops import has_op
 from gradcheck.runner import RunOptions, run
 from spec_contract import SPEC_FAULTS
 
-SHARED_STEPS = ("broadcast", "backprop")  # fault prefixes that are not ops
+SHARED_STEPS = ("broadcast", "backprop", "jvp")  # fault prefixes that are not ops
+# Reverse mode's faults; forward mode's (check "jvp") are tested in test_forward_mode.py.
+VJP_FAULTS = {f.name: f for f in CATALOGUE if f.check == "vjp"}
 
 
 def normal(*shape: int) -> dict:
@@ -190,9 +192,12 @@ def test_fault_names_are_unique_and_well_formed():
 def test_every_fault_is_documented_and_changes_one_thing(fault: Fault):
     assert fault.summary.strip() and fault.fix.strip()
     assert fault.summary != fault.fix
-    # exactly one seam changed: VJP rules, the unbroadcast step, or the backward driver
+    # exactly one seam changed: VJP rules, the unbroadcast step, or the backward driver;
+    # in forward mode JVP rules or the broadcast of the tangent
     seams = [bool(fault.vjps), fault.reduce is not None, fault.driver is not None]
+    seams += [bool(fault.jvps), bool(fault.unbroadcast_tangent)]
     assert sum(seams) == 1, fault.name
+    assert (fault.check == "jvp") == (bool(fault.jvps) or bool(fault.unbroadcast_tangent))
     assert bool(fault.reduce_ops) == (fault.reduce is not None)
     prefix = fault.name.split(".")[0]
     if fault.driver is not None:
@@ -211,7 +216,7 @@ def test_every_fault_beyond_the_spec_documents_a_real_bug_class():
 
 
 def test_every_fault_has_a_case():
-    assert set(FAULT_CASES) == set(FAULTS)
+    assert set(FAULT_CASES) == set(VJP_FAULTS)
 
 
 # -- each fault on its case ----------------------------------------------------------------

@@ -39,11 +39,14 @@ class SubSignBuiltin(BuiltinEngine):
 
 
 class FunctionalBuiltin:
-    """The builtin engine behind the functional protocol: `vjp(fn, primals, cotangent)`,
-    its op methods, `constant` and `value`, and no `leaf` or `grad`."""
+    """The builtin engine behind the functional protocol: `vjp(fn, primals, cotangent)`
+    (at second order on its own Tensors, when gradcheck differentiates the gradient), the
+    functional `jvp(fn, primals, tangents)`, its op methods, `constant` and `value`, and no
+    `leaf` or `grad`."""
 
     name = "functional-builtin"
     tape = BuiltinEngine
+    higher_order = True
     calls: ClassVar[list[tuple[object, int]]] = []
 
     def __init__(self) -> None:
@@ -54,12 +57,19 @@ class FunctionalBuiltin:
             return getattr(self.inner, name)
         raise AttributeError(name)
 
-    def vjp(self, fn, primals, cotangent):
+    def _leaves(self, primals) -> list[Tensor]:
+        # Inside gradcheck's differentiation of the gradient, the primals are Tensors.
+        return [p if isinstance(p, Tensor) else Tensor(np.array(p), requires_grad=True)
+                for p in primals]  # fmt: skip
+
+    def vjp(self, fn, primals, cotangent, create_graph=False):
         type(self).calls.append((fn, len(primals)))
-        leaves = [Tensor(np.array(p), requires_grad=True) for p in primals]
-        output = fn(*leaves)
-        grads = self.inner.backward(output, np.asarray(cotangent, output.value.dtype))
-        return [grads.get(leaf, np.zeros_like(leaf.value)) for leaf in leaves]
+        leaves = self._leaves(primals)
+        return self.inner.grad(fn(*leaves), leaves, cotangent, create_graph=create_graph)
+
+    def jvp(self, fn, primals, tangents):
+        leaves = self._leaves(primals)
+        return self.inner.jvp(fn(*leaves), leaves, tangents)
 
 
 class FunctionalSubSign(FunctionalBuiltin):
@@ -73,18 +83,18 @@ class ScalarOnly(BuiltinEngine):
     scalar_only = True
     seen: ClassVar[list[str]] = []
 
-    def grad(self, output, wrt, cotangent):
+    def grad(self, output, wrt, cotangent, create_graph=False):
         assert output.value.shape == () and np.all(cotangent == 1), "not a scalar target"
         type(self).seen.append(output.op.name)
-        return super().grad(output, wrt, cotangent)
+        return super().grad(output, wrt, cotangent, create_graph)
 
 
 class FunctionalScalarOnly(FunctionalBuiltin):
     scalar_only = True
 
-    def vjp(self, fn, primals, cotangent):
+    def vjp(self, fn, primals, cotangent, create_graph=False):
         assert np.shape(cotangent) == () and cotangent == 1
-        return super().vjp(fn, primals, cotangent)
+        return super().vjp(fn, primals, cotangent, create_graph)
 
 
 @pytest.mark.parametrize("engine", [FunctionalBuiltin, ScalarOnly, FunctionalScalarOnly])

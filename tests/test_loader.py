@@ -588,7 +588,7 @@ FILE_ERRORS = {
         b"defaults:\n  expr: x\ncases: []\n",
         2,
         "unknown key 'expr' in defaults "
-        "(allowed: dtype, tolerance, cotangent, seed, tags, reference, timeout)",
+        "(allowed: dtype, tolerance, cotangent, seed, tags, reference, timeout, modes, order)",
     ),
     "bad default": (b"defaults:\n  dtype: int8\ncases: []\n", 2, "dtype 'int8' is not supported"),
     "tag in defaults": (b"defaults:\n  seed: !!python/name:os.getpid\ncases: []\n", 2, "tag"),

@@ -71,3 +71,30 @@ def test_readme_run_level_summary_is_a_real_run(monkeypatch):
     output = CliRunner().invoke(app, [*args, "--no-cache"], env={"COLUMNS": "88"}).output
     printed = output[output.index("run diagnosis:") :].split("\n\n")[0]
     assert [line.rstrip() for line in printed.splitlines()] == shown.group(1).splitlines()
+
+
+def test_readme_forward_mode_and_second_order_examples_are_real_runs():
+    """Each line of the README's two runs of examples/modes/ (but `...` elisions and
+    timings) is in what the command prints today."""
+    import shlex
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Forward mode and second order", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```text\n\$ (gradcheck run examples/modes/.*?)\n(.*?)```", section, re.S)
+    assert len(blocks) == 2
+
+    def lines(text: str) -> list[str]:
+        timed = (re.sub(r"\d+\.\d+s\b", "<t>", line.rstrip()) for line in text.splitlines())
+        return [line for line in timed if line]
+
+    for command, shown in blocks:
+        out = CliRunner().invoke(app, shlex.split(command)[1:], env={"COLUMNS": "80"})
+        assert out.exit_code == 1, out.output
+        printed = lines(out.stdout)
+        for line in lines(shown):
+            if line.strip() == "...":
+                continue
+            if line.endswith(" ..."):  # a hint shown by its start
+                assert any(p.startswith(line[:-4]) for p in printed), line
+            else:
+                assert line in printed, line

@@ -222,7 +222,7 @@ def test_json_has_every_spec_key_with_the_right_types(run: RunResult) -> None:
         "node": "matmul(matmul(x, y), z)",
     }
     assert failed["nodes"] == [
-        {"node": "matmul(x, y)", "op": "matmul", "status": "failed", "args": [0, 1]}
+        {"node": "matmul(x, y)", "op": "matmul", "status": "failed", "args": [0, 1], "check": "vjp"}
     ]
     assert failed["inputs"][1]["engine_shape"] == [2, 2, 2]
     assert [h["code"] for h in failed["inputs"][0]["hints"]] == ["nan-mismatch", "transposed"]

@@ -1,4 +1,4 @@
-"""Every VJP's rule text (NumPy and TensorFlow spelling) computes what the VJP computes.
+"""Every VJP's and JVP's rule text (NumPy and TensorFlow spelling) computes what it says.
 
 The texts are what `gradcheck ops`, the diagnosis's fixes and the docs show; here each
 is evaluated as written, in the names the registry's docstring defines, on random
@@ -146,3 +146,44 @@ def test_the_tensorflow_text_computes_the_vjp(name, k, i):
     np.testing.assert_allclose(
         unbroadcast(got, args[i].shape), want(op, args, attrs, y, g, i), rtol=1e-12, atol=1e-12
     )
+
+
+# -- the JVPs' texts ---------------------------------------------------------------------
+
+
+def test_every_op_declares_both_spellings_of_its_jvps():
+    for op in all_ops():
+        assert op.jvps and op.jvp_rules and op.tf_jvp_rules, op.name
+        assert all(op.jvp_rules) and all(op.tf_jvp_rules), op.name
+
+
+def jvp_setup(name: str, k: int, i: int):
+    """What a JVP text is evaluated on: `names` with `t`, argument i's tangent."""
+    op, args, attrs, y, g = setup(name, k)
+    t = np.random.default_rng([len(name), k, i]).standard_normal(args[i].shape)
+    rule = op.jvps[0] if op.variadic else op.jvps[i]
+    with np.errstate(all="ignore"):
+        raw = rule(t, y, args, i, **attrs) if op.variadic else rule(t, y, *args, **attrs)
+    expected = np.broadcast_to(raw, y.shape)  # as the builtin engine broadcasts it
+    return op, {**names(op, g, y, args, attrs, i), "t": t}, args, expected
+
+
+@pytest.mark.parametrize(("name", "k", "i"), list(applications()))
+def test_the_numpy_text_computes_the_jvp(name, k, i):
+    op, namespace, _, expected = jvp_setup(name, k, i)
+    with np.errstate(all="ignore"):
+        got = np.asarray(evaluate(op.rule(i, mode="fwd"), {"np": np, **namespace}), np.float64)
+    np.testing.assert_allclose(np.broadcast_to(got, expected.shape), expected, 1e-12, 1e-12)
+
+
+@pytest.mark.parametrize(("name", "k", "i"), list(applications()))
+def test_the_tensorflow_text_computes_the_jvp(name, k, i):
+    tf = load_tensorflow()
+    op, namespace, args, expected = jvp_setup(name, k, i)
+    tensors = {
+        key: tf.constant(v) if isinstance(v, np.ndarray) else v for key, v in namespace.items()
+    }
+    if op.variadic:
+        tensors["values"] = [tf.constant(v) for v in args]
+    got = np.asarray(evaluate(op.rule(i, "tensorflow", "fwd"), {"tf": tf, **tensors}), np.float64)
+    np.testing.assert_allclose(np.broadcast_to(got, expected.shape), expected, 1e-12, 1e-12)

@@ -157,6 +157,29 @@ BAD = [
         "op 'power': parameter 'p' of the forward must be",
     ),
     (
+        "JVP count",
+        "@gradcheck.op(shape=gradcheck.broadcast_shapes, jvps=[lambda t, ans, a, b: t])\n"
+        "def both(a, b):\n    return a + b\n",
+        "op 'both': 1 JVP(s) for 2 parameter(s) (a, b)",
+    ),
+    (
+        "JVP signature",
+        "@gradcheck.op(shape=gradcheck.same_shape, jvps=[lambda t: t])\n"
+        "def ident(x):\n    return x\n",
+        "op 'ident': jvps[0] cannot be called as jvps(t, ans, x)",
+    ),
+    (
+        "rule texts as one string",
+        "@gradcheck.op(shape=gradcheck.same_shape, rules='g')\ndef ident(x):\n    return x\n",
+        "op 'ident': rules must be a list of rule texts",
+    ),
+    (
+        "rule text count",
+        "@gradcheck.op(shape=gradcheck.broadcast_shapes, jvp_rules=['t'])\n"
+        "def both(a, b):\n    return a + b\n",
+        "op 'both': 1 text(s) in jvp_rules for 2 parameter(s) (a, b)",
+    ),
+    (
         "a protocol name",
         "@gradcheck.op(shape=gradcheck.same_shape)\ndef value(x):\n    return x\n",
         "op 'value': the name is taken by the engine protocol",
@@ -184,7 +207,7 @@ def test_reserved_names_cover_what_the_engines_use() -> None:
         for name in dir(cls)
         if not name.startswith("_") and not has_op(name)
     }
-    assert used | {"tf", "tape"} <= RESERVED  # the last two are set in __init__
+    assert used | {"tf", "tapes"} <= RESERVED  # the last two are set in __init__
 
 
 def test_a_second_declaration_elsewhere_is_refused(tmp_path: Path, ops_file: Path) -> None:

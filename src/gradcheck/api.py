@@ -305,9 +305,9 @@ def check(
 ) -> CheckResult:
     """Check `engine`'s gradients of `expr` at `inputs` against TensorFlow.
 
-    `case_options` are case-file keys (name, description, wrt, dtype, cotangent,
-    tolerance, seed, expect, tags, reference), validated as a case file's are: an unknown or bad
-    one raises `InvalidCaseError`. `name` defaults to "check" (random inputs and
+    `case_options` are case-file keys (name, description, wrt, dtype, cotangent, tolerance,
+    seed, expect, tags, reference, modes, order), validated as a case file's are: an unknown
+    or bad one raises `InvalidCaseError`. `name` defaults to "check" (random inputs and
     cotangents are seeded from it unless `seed` is given). `engine` is "builtin", an
     ``--engine`` spec ("path/file.py:Class", "package.module:Class"), an engine class
     or a zero-argument factory: every run of the case gets a fresh engine. Cases with
@@ -355,22 +355,27 @@ def run(
     ops: Sequence[str | os.PathLike[str]] = (),
     isolate: str | None = None,
     timeout: float = TIMEOUT,
+    modes: Sequence[str] = ("rev",),
+    order: int = 1,
 ) -> RunReport:
     """`gradcheck run` from Python: every case of the files and folders `paths` names.
 
     The options are the command line's (`keyword` is ``-k``; `diagnose` is ``--diagnose``,
     True meaning "first", and False ``--no-diagnose``; a `stale_check_limit` of None is
-    ``--stale-check-limit 0``; `reference` is ``--reference``, `ops` ``--ops``). The
-    report's `root_causes` and `ops` are the run's diagnosis and report card.
+    ``--stale-check-limit 0``; `reference` is ``--reference``, `ops` ``--ops``, `modes`
+    and `order` ``--modes`` and ``--order``). The report's `root_causes` and `ops` are the
+    run's diagnosis and report card.
     Invalid cases are reported in the result (exit code 2), not raised; a path that does
     not exist or a bad engine raises a `GradcheckError`.
     """
     from .cases import load_paths
+    from .modes import run_defaults
     from .ops.user import load_ops_files
     from .runner import run as run_cases
 
     if diagnose not in (True, False, "first", "all"):
         raise UsageError(f"diagnose must be True, False, 'first' or 'all', not {diagnose!r}")
+    modes, order = run_defaults(modes, order)
     load_ops_files(ops)
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -388,6 +393,8 @@ def run(
         reference=reference,
         isolate=isolate,
         timeout=timeout,
+        modes=modes,
+        order=order,
     )
     return RunReport(run_cases(items, engine, options))
 

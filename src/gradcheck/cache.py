@@ -8,6 +8,8 @@ TensorFlow's version, `TF_ENABLE_ONEDNN_OPTS` and `REFERENCE_VERSION`, and the k
 reference (``tensorflow`` or ``numeric``, the finite differences of `engines.numeric`, whose
 entries are keyed by NumPy's version instead of TensorFlow's, and keep which elements they
 cannot judge). A user-defined op also keys on the contents of the file declaring it.
+Forward mode's JVPs and second order's gradients are entries of their own, keyed also by
+the check and the tangents (or directions v) they were computed along.
 Change any of them and the key changes, so a stale entry is never read; it is simply
 never hit again.
 
@@ -79,9 +81,11 @@ def reference_key(
     tensorflow_version: str,
     reference_version: int = REFERENCE_VERSION,
     kind: str = "tensorflow",
+    check: str = "vjp",
 ) -> str:
     """The sha256 (hex) of everything that determines the `kind` reference's results for
-    `case`; `tensorflow_version` is NumPy's for the numeric reference."""
+    `case` and `check` (``vjp``, the gradients; ``jvp``, forward mode; ``hvp``, second order);
+    `tensorflow_version` is NumPy's for the numeric reference."""
     digest = hashlib.sha256()
 
     def part(tag: str, data: bytes | str) -> None:
@@ -109,6 +113,11 @@ def reference_key(
         _hash_array(part, case.inputs[name])
     part("cotangent", "")
     _hash_array(part, case.cotangent)
+    if check != "vjp":  # the JVPs along the tangents, or the gradient of sum(grad * v)
+        part("check", check)
+        for name, array in (case.tangents() if check == "jvp" else case.directions()).items():
+            part("direction", name)
+            _hash_array(part, array)
     return digest.hexdigest()
 
 
@@ -287,25 +296,25 @@ class ReferenceCache:
         version = self.version(kind) or "unknown"
         return self.directory / f"{kind}-{version.replace(os.sep, '_')}"
 
-    def key(self, case: Case, kind: str = "tensorflow") -> str | None:
+    def key(self, case: Case, kind: str = "tensorflow", check: str = "vjp") -> str | None:
         version = self.version(kind)
-        return reference_key(case, version, kind=kind) if version else None
+        return reference_key(case, version, kind=kind, check=check) if version else None
 
-    def path(self, case: Case, kind: str = "tensorflow") -> Path | None:
-        key = self.key(case, kind)
+    def path(self, case: Case, kind: str = "tensorflow", check: str = "vjp") -> Path | None:
+        key = self.key(case, kind, check)
         return self.folder(kind) / f"{key}{SUFFIX}" if key else None
 
-    def get(self, case: Case, kind: str = "tensorflow") -> EngineRun | None:
-        """The cached reference for `case`, or None (a miss) after counting why."""
-        run = self._read(case, kind)
+    def get(self, case: Case, kind: str = "tensorflow", check: str = "vjp") -> EngineRun | None:
+        """The cached reference of `case` for `check`, or None (a miss) after counting why."""
+        run = self._read(case, kind, check)
         if run is None:
             self.misses += 1
         else:
             self.hits += 1
         return run
 
-    def _read(self, case: Case, kind: str) -> EngineRun | None:
-        path = self.path(case, kind)
+    def _read(self, case: Case, kind: str, check: str) -> EngineRun | None:
+        path = self.path(case, kind, check)
         if path is None:
             return None
         try:
@@ -345,12 +354,12 @@ class ReferenceCache:
                 "`gradcheck cache verify` recomputes it with TensorFlow"
             )
 
-    def put(self, case: Case, run: EngineRun, kind: str = "tensorflow") -> None:
+    def put(self, case: Case, run: EngineRun, kind: str = "tensorflow", check: str = "vjp") -> None:
         """Store a reference just computed (by the installed TensorFlow, for that kind)."""
         version = self.installed_version if kind == "tensorflow" else self.version(kind)
         if not self.writable or version is None or version != self.version(kind):
             return
-        path = self.path(case, kind)
+        path = self.path(case, kind, check)
         if path is None:
             return
         if not self.swept:  # temporary files that killed runs left behind

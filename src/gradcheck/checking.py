@@ -1,8 +1,10 @@
 """The three steps of checking one case, each run where it must run.
 
 * `engine_step`: the engine builds the expression and gives its forward value and
-  gradients. It runs where the engine runs: in a worker process, or in gradcheck's own.
-* `verdict`: the engine's numbers against the reference's, under the case's tolerance.
+  gradients, and the JVPs and second order the case asks for (`modes`). It runs where
+  the engine runs: in a worker process, or in gradcheck's own.
+* `verdict` (and `modes.mode_verdict` for the JVPs and second order): the engine's
+  numbers against the reference's, under the case's tolerance.
   It runs in gradcheck's own process, always: nothing an engine does decides it.
 * `diagnosis_step`: why a failing case fails. Diagnosis probes the engine (localisation
   runs it again on one-op expressions), so it runs where the engine runs, given the
@@ -14,7 +16,7 @@ cross from a worker process to gradcheck's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .cases.model import Case
@@ -28,10 +30,10 @@ from .engines.driver import (
     Unsupported,
     call_engine,
     describe,
-    run_engine,
     traceback_tail,
 )
 from .engines.protocol import EngineFactory
+from .modes import diagnose_mode, run_check
 from .results import CaseResult, Hint, InputResult
 
 # The engine calls whose failure the diagnosis explains: it raised differentiating.
@@ -49,6 +51,8 @@ class EngineOutcome:
     error: str | None = None
     traceback: str | None = None
     what: str | None = None
+    # The checks beyond reverse mode the case asks for (``jvp``, ``hvp``), each its own.
+    checks: dict[str, EngineOutcome] = field(default_factory=dict)
 
     @property
     def failure(self) -> EngineFailure | None:
@@ -58,13 +62,22 @@ class EngineOutcome:
         return EngineFailure(self.error, self.traceback, self.what)
 
 
-def engine_step(case: Case, factory: EngineFactory, *, ask_twice: bool) -> EngineOutcome:
-    """A fresh engine from `factory`, driven through `case`; never raises for the engine."""
+def engine_step(
+    case: Case, factory: EngineFactory, *, ask_twice: bool, checks: Sequence[str] = ("vjp",)
+) -> EngineOutcome:
+    """`case` through a fresh engine from `factory` for each of `checks` (``vjp``, the
+    gradients; ``jvp`` and ``hvp``, `modes`'s, into `EngineOutcome.checks`, unless the
+    gradients failed); never raises for the engine."""
+    outcome = _step(case, factory, "vjp", ask_twice) if "vjp" in checks else EngineOutcome()
+    if "vjp" not in checks or outcome.run is not None:
+        outcome.checks = {c: _step(case, factory, c, False) for c in checks if c != "vjp"}
+    return outcome
+
+
+def _step(case: Case, factory: EngineFactory, check: str, ask_twice: bool) -> EngineOutcome:
     try:
         engine = call_engine("creating the engine", factory)
-        got = run_engine(
-            engine, case.expression, case.inputs, case.wrt, case.cotangent, ask_twice=ask_twice
-        )
+        got = run_check(engine, case, check, ask_twice=ask_twice)
     except Unsupported as unsupported:
         return EngineOutcome(unsupported=str(unsupported), unsupported_ops=unsupported.ops)
     except EngineFailure as failure:
@@ -220,8 +233,29 @@ def diagnosis_step(
     factory: EngineFactory,
     stale: list[str],
     known: Known,
+    reverse: bool = True,
+    modes: Sequence[str] = (),
 ) -> list[str]:
-    """Attach hints to `result` (in place); the notes of diagnosis steps that failed."""
+    """Attach hints to `result` (in place): reverse mode's (`reverse`), and those of the
+    failing checks beyond it (`modes`: ``jvp``, ``hvp``); the notes of diagnosis steps
+    that failed."""
+    notes = []
+    if reverse:
+        notes += _diagnose_reverse(case, reference, outcome, result, factory, stale, known)
+    for check in modes:
+        notes += diagnose_mode(case, factory, reference, result, check, outcome.checks[check])
+    return notes
+
+
+def _diagnose_reverse(
+    case: Case,
+    reference: EngineRun,
+    outcome: EngineOutcome,
+    result: CaseResult,
+    factory: EngineFactory,
+    stale: list[str],
+    known: Known,
+) -> list[str]:
     evidence = Evidence(
         case,
         reference,
@@ -242,7 +276,9 @@ def adopt_diagnosis(result: CaseResult, diagnosed: CaseResult) -> None:
     the status and comparisons stay the ones computed here."""
     result.hints = diagnosed.hints
     result.nodes = diagnosed.nodes
-    theirs = {item.name: item for item in diagnosed.inputs}
-    for item in result.inputs:
-        if item.name in theirs:
-            item.hints = theirs[item.name].hints
+    for ours, theirs in ((result.inputs, diagnosed.inputs), (result.jvp, diagnosed.jvp),
+                         (result.hvp, diagnosed.hvp)):  # fmt: skip
+        by_name = {item.name: item for item in theirs}
+        for item in ours:
+            if item.name in by_name:
+                item.hints = by_name[item.name].hints

@@ -73,16 +73,19 @@ class Locked:
 
 
 KINDS = ("tensorflow", "numeric")  # the kinds of reference a cache holds entries of
+CHECKS = ("vjp", "jvp", "hvp")  # gradients, JVPs, second order: an entry of its own each
 
 
-def _cached_entries(case: Case, cache: ReferenceCache) -> list[tuple[str, Path, bytes]]:
-    """(kind, path, bytes) of each entry `cache` holds for `case`."""
+def _cached_entries(case: Case, cache: ReferenceCache) -> list[tuple[str, str, Path, bytes]]:
+    """(kind, check, path, bytes) of each entry `cache` holds for `case`: its gradients'
+    (check ``vjp``), and its JVPs' and second order's where it was checked so."""
     found = []
     for kind in KINDS:
-        path = cache.path(case, kind)
-        if path is not None:
-            with contextlib.suppress(OSError):
-                found.append((kind, path, read_bounded(path, largest_entry(case))))
+        for check in CHECKS:
+            path = cache.path(case, kind, check)
+            if path is not None:
+                with contextlib.suppress(OSError):
+                    found.append((kind, check, path, read_bounded(path, largest_entry(case))))
     return found
 
 
@@ -94,7 +97,7 @@ def write_lock(cases: Sequence[Case], cache: ReferenceCache) -> Locked:
         cached = _cached_entries(case, cache)
         if not cached:
             done.missing.append((case, "not cached"))
-        for kind, path, raw in cached:
+        for kind, _, path, raw in cached:
             try:
                 reference = decode_entry(raw, path.stem)
             except CorruptEntry as e:
@@ -102,7 +105,7 @@ def write_lock(cases: Sequence[Case], cache: ReferenceCache) -> Locked:
                 continue
             by = f"{kind} {'numpy ' if kind == 'numeric' else ''}{cache.version(kind)}"
             entries[path.stem] = _entry(path.stem, raw, case, reference, by)
-        if any(path.stem in entries for _, path, _ in cached):
+        if any(path.stem in entries for _, _, path, _ in cached):
             done.locked.append(case)
     text = _HEADER + "".join(f"\n{entries[key]}" for key in sorted(entries))
     write_atomic(done.path, text)
@@ -159,7 +162,7 @@ def verify(
 
     found = Verified()
     lock = _lock_or_none(cache)
-    cached: list[tuple[Case, str, Path, bytes]] = []
+    cached: list[tuple[Case, str, str, Path, bytes]] = []
     for case in cases:
         entries = _cached_entries(case, cache)
         cached += [(case, *entry) for entry in entries]
@@ -167,9 +170,9 @@ def verify(
             found.not_cached.append(case)
     if sample is not None and sample < len(cached):
         cached = random.Random(seed).sample(cached, sample)
-    for case, kind, path, raw in cached:
+    for case, kind, check, path, raw in cached:
         found.checked.append(case)
-        recompute = lambda c=case, k=kind: computed_reference(c, k)
+        recompute = lambda c=case, k=kind, x=check: computed_reference(c, k, x)
         problem = _differs(case, path, raw, lock, recompute)
         if problem:
             found.differ.append((case, problem))

@@ -78,10 +78,28 @@ class Comparison:
 
 
 @dataclass
+class Consistency:
+    """Forward and reverse mode against each other for one input (`modes: [rev, fwd]`):
+    ``<vjp(u), t>`` (the gradient dotted with the tangent) against ``<u, jvp(t)>`` (the
+    cotangent dotted with the JVP), equal for any correct engine; `bound` is how far apart
+    the tolerance lets them be."""
+
+    status: Literal["passed", "failed"]
+    vjp_dot: float
+    jvp_dot: float
+    bound: float
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+
+@dataclass
 class InputResult:
     name: str
     comparison: Comparison
     hints: list[Hint] = field(default_factory=list)
+    consistency: Consistency | None = None  # forward mode's, where reverse mode ran too
 
     @property
     def status(self) -> str:
@@ -96,6 +114,7 @@ class NodeResult:
     op: str
     status: Literal["passed", "failed", "error", "skipped"]
     args: list[int] = field(default_factory=list)
+    check: str = "vjp"  # what was checked alone: its VJPs, its JVPs, or "hvp" (second order)
 
 
 @dataclass
@@ -129,6 +148,12 @@ class CaseResult:
     engine_dtype: str | None = None  # the dtype the engine returned its results in
     unsupported_ops: list[str] = field(default_factory=list)  # the ops that made it unsupported
     captured: str = ""  # what the engine printed during the case (stdout and stderr), capped
+    modes: list[str] = field(default_factory=lambda: ["rev"])  # what the case asked for ...
+    order: int = 1
+    # ... and beyond reverse mode's `inputs`: per input, the JVP along its tangent, and its
+    # part of the gradient of sum(grad * v) (second order).
+    jvp: list[InputResult] = field(default_factory=list)
+    hvp: list[InputResult] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -142,6 +167,15 @@ class CaseResult:
     def id(self) -> str:
         """`file::name`, as the run's root causes list their cases (SPEC §6.2)."""
         return f"{self.file}::{self.name}"
+
+    def labelled_inputs(self) -> list[tuple[str, InputResult]]:
+        """Every input's comparisons by the name reports show: reverse mode's as the
+        input's, forward mode's and second order's with the check (``x [jvp]``)."""
+        return [
+            *((i.name, i) for i in self.inputs),
+            *((f"{i.name} [jvp]", i) for i in self.jvp),
+            *((f"{i.name} [hvp]", i) for i in self.hvp),
+        ]
 
 
 @dataclass

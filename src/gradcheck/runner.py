@@ -25,8 +25,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-import numpy as np
-
 from . import interrupts
 from .cache import ReferenceCache, ReferenceNotCached
 from .cases.model import LOW_PRECISION, Case, InvalidCase
@@ -46,12 +44,14 @@ from .diagnosis.conventions import follow_conventions
 from .diagnosis.root_causes import known
 from .engines import tensorflow as tensorflow_module
 from .engines.adapters import engine_spec, load_engine
-from .engines.driver import EngineFailure, EngineRun, Unsupported, run_engine
+from .engines.driver import EngineFailure, EngineRun, Unsupported
 from .engines.numeric import LABEL as NUMERIC_LABEL
 from .engines.numeric import numeric_reference
+from .engines.numeric_modes import numeric_hvp, numeric_jvp
 from .engines.protocol import EngineFactory
 from .engines.tensorflow import TensorFlowEngine, load_tensorflow, reference_label, silenced_stderr
 from .errors import UsageError
+from .modes import checks, mode_verdict, run_check, with_modes
 from .ops.user import loaded_ops_files
 from .results import CaseResult, Hint, RunResult
 from .workers.engines import InProcess, Isolated, Ticket
@@ -74,45 +74,56 @@ class RunOptions:
     reference: str = "tensorflow"  # tensorflow | numeric | both, where a case sets none
     isolate: Isolation = "none"  # where the engine runs: worker processes, or this one
     timeout: float = TIMEOUT  # seconds per case in a worker (a case's `timeout:` wins)
+    modes: tuple[str, ...] = ("rev",)  # rev and/or fwd, where a case sets none
+    order: int = 1  # 2: second order too, where a case sets no order
+
+
+# The numeric reference of each check (vjp: gradients, jvp: forward mode, hvp: second order).
+_NUMERIC = {"vjp": numeric_reference, "jvp": numeric_jvp, "hvp": numeric_hvp}
 
 
 def reference_run(case: Case, options: RunOptions = RunOptions()) -> EngineRun:
     """The case's reference (SPEC §8), from `options.cache` if it has it: TensorFlow's, the
     numeric one (`engines.numeric`), or for `both` TensorFlow's with `doubts` where the
-    finite differences disagree with it."""
+    finite differences disagree with it; with the forward-mode and second-order runs
+    the case asks for (`EngineRun.jvp`, `EngineRun.hvp`)."""
+    runs = {check: _reference(case, options, check) for check in checks(case, options)}
+    return with_modes(runs.pop("vjp", None), runs)
+
+
+def _reference(case: Case, options: RunOptions, check: str) -> EngineRun:
     kind = case.reference or options.reference
     if kind == "numeric":
-        return _cached(case, options, "numeric", numeric_reference)
-    reference = _cached(case, options, "tensorflow", _tensorflow_reference)
+        return _cached(case, options, "numeric", check)
+    reference = _cached(case, options, "tensorflow", check)
     if kind == "both":
-        numeric = _cached(case, options, "numeric", numeric_reference)
-        reference = replace(reference, doubts=disagreements(case, reference, numeric))
+        numeric = _cached(case, options, "numeric", check)
+        reference = replace(reference, doubts=disagreements(case, reference, numeric, check))
     return reference
 
 
-def _cached(
-    case: Case, options: RunOptions, kind: str, compute: Callable[[Case], EngineRun]
-) -> EngineRun:
+def _cached(case: Case, options: RunOptions, kind: str, check: str) -> EngineRun:
     cache = options.cache
-    cached = cache.get(case, kind) if cache is not None else None
+    cached = cache.get(case, kind, check) if cache is not None else None
     if cached is not None:
         return cached
     if options.require_cache:
         raise ReferenceNotCached(
             cache.not_cached_message(case, kind) if cache else "--require-cache needs a cache"
         )
-    reference = compute(case)
+    reference = computed_reference(case, kind, check)
     if cache is not None:
-        cache.put(case, reference, kind)
+        cache.put(case, reference, kind, check)
     return reference
 
 
-def computed_reference(case: Case, kind: str) -> EngineRun:
-    """The `kind` reference of `case` ("tensorflow" or "numeric"), computed, no cache."""
-    return numeric_reference(case) if kind == "numeric" else _tensorflow_reference(case)
+def computed_reference(case: Case, kind: str, check: str = "vjp") -> EngineRun:
+    """The `kind` reference of `case` ("tensorflow" or "numeric") for `check`, computed,
+    no cache."""
+    return _NUMERIC[check](case) if kind == "numeric" else _tensorflow_reference(case, check)
 
 
-def _tensorflow_reference(case: Case) -> EngineRun:
+def _tensorflow_reference(case: Case, check: str = "vjp") -> EngineRun:
     unbuilt = [n.op for n in case.expression.op_nodes if n.op and n.op.tf is None]
     if unbuilt:
         raise EngineFailure(
@@ -121,7 +132,8 @@ def _tensorflow_reference(case: Case) -> EngineRun:
             "or run with --reference numeric"
         )
     try:
-        engine = TensorFlowEngine()
+        # Forward mode records on no tape; second order on two, nested.
+        engine = TensorFlowEngine(order={"vjp": 1, "jvp": 0, "hvp": 2}[check])
     except ImportError as e:
         message = (
             f"TensorFlow is not installed ({e}) and the reference is not cached; install "
@@ -131,7 +143,7 @@ def _tensorflow_reference(case: Case) -> EngineRun:
     try:
         # TensorFlow's C++ side logs to fd 2 on first use of some kernels (oneDNN, CUDA).
         with silenced_stderr():
-            return run_engine(engine, case.expression, case.inputs, case.wrt, case.cotangent)
+            return run_check(engine, case, check)
     except Unsupported as e:  # a NotImplementedError inside TensorFlow
         raise EngineFailure(str(e)) from e
 
@@ -225,7 +237,8 @@ class Checker:
         return limit is None or case.elements <= limit
 
     def start(self, case: Case) -> Ticket:
-        return self.engines.start(case, self.ask_twice(case), case.timeout or self.options.timeout)
+        timeout = case.timeout or self.options.timeout
+        return self.engines.start(case, self.ask_twice(case), timeout, checks(case, self.options))
 
     def check(self, case: Case, causes: Sequence[tuple[Hint, str]] = ()) -> CaseResult:
         """One case, start to end: the engine starts in its worker, the reference is
@@ -261,23 +274,18 @@ class Checker:
             message = f"the {kind} reference could not be computed: {failure.message}"
             error(result, message, failure.traceback_tail)
             return self._done(result, ticket, started, reference)
-        problems = expect_problems(case, reference_run_)
-        notes = list(problems)
-        if not ticket.ask_twice:
-            notes.append(
-                f"gradients asked for once: {case.elements:,} input elements are over the "
-                f"stale-gradients check's limit of {options.stale_check_limit:,}"
-            )
-        declared = self.engines.conventions
-        reference_run_, stale = verdict(
-            case, reference_run_, outcome, result,
-            strict=options.strict, notes=notes, declared=declared,
-            exact=lambda: _exact_run(case, options, declared), expect_failed=bool(problems),
-        )  # fmt: skip
-        if options.diagnose and to_diagnose(result, outcome, stale):
+        reverse = "vjp" in ticket.checks
+        stale: list[str] = []
+        if reverse:
+            reference_run_, stale = self._verdict(ticket, reference_run_, outcome, result)
+        else:  # forward mode (and second order) alone
+            result.message = "; ".join(reference_run_.notes)
+        diagnose_reverse = reverse and to_diagnose(result, outcome, stale)
+        modes = mode_verdict(case, reference_run_, outcome, result, options)
+        if options.diagnose and (diagnose_reverse or modes):
             try:
                 diagnosis_notes, output = self.engines.diagnose(
-                    ticket, reference_run_, result, stale, prior
+                    ticket, reference_run_, result, stale, prior, diagnose_reverse, modes
                 )
             except WorkerLost as lost:
                 diagnosis_notes, output = [f"diagnosis stopped: {lost.message}"], lost.captured
@@ -286,6 +294,25 @@ class Checker:
                 result.captured += f"\n[while diagnosing]\n{output}" if captured else output
         result.hints[:0] = reference_run_.doubts  # the oracle in doubt before what it judged
         return self._done(result, ticket, started, reference)
+
+    def _verdict(
+        self, ticket: Ticket, reference: EngineRun, outcome: EngineOutcome, result: CaseResult
+    ) -> tuple[EngineRun, list[str]]:
+        """Reverse mode's verdict (`checking.verdict`), with `expect` and the stale check."""
+        case, options = ticket.case, self.options
+        problems = expect_problems(case, reference)
+        notes = list(problems)
+        if not ticket.ask_twice:
+            notes.append(
+                f"gradients asked for once: {case.elements:,} input elements are over the "
+                f"stale-gradients check's limit of {options.stale_check_limit:,}"
+            )
+        declared = self.engines.conventions
+        return verdict(
+            case, reference, outcome, result,
+            strict=options.strict, notes=notes, declared=declared,
+            exact=lambda: _exact_run(case, options, declared), expect_failed=bool(problems),
+        )  # fmt: skip
 
     def _done(
         self, result: CaseResult, ticket: Ticket, started: float, reference: _Reference
@@ -326,12 +353,7 @@ def _exact_run(case: Case, options: RunOptions, declared: dict[str, str]) -> Eng
     float64 answer for the same rounded inputs, what both engines are judged against."""
     if case.dtype not in LOW_PRECISION or case.tolerance_given:
         return None
-    wide = replace(
-        case,
-        dtype="float64",
-        sources={n: np.asarray(v, np.float64) for n, v in case.inputs.items()},
-        cotangent_source=np.asarray(case.cotangent, np.float64),
-    )
+    wide = case.widened()
     try:
         return follow_conventions(wide, reference_run(wide, options), declared)[0]
     except (EngineFailure, ReferenceNotCached):

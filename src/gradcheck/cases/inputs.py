@@ -130,3 +130,27 @@ def _range(init: str, low: float | None, high: float | None) -> tuple[float, flo
     if init == "positive" and lo <= 0:
         raise ValueError(f"init positive: low must be above 0, got {lo}; use uniform")
     return lo, hi
+
+
+def tangents(seed: int, inputs: Mapping[str, np.ndarray], names: Sequence[str]) -> dict:
+    """Forward mode's tangent of each input in `names`: standard normal, in the input's
+    shape and dtype, from a stream of its own (``@tangent:<name>``), as the cotangent."""
+    return _directions(seed, inputs, names, "@tangent")
+
+
+def directions(seed: int, inputs: Mapping[str, np.ndarray], names: Sequence[str]) -> dict:
+    """Second order's direction ``v`` of each input in `names` (``@direction:<name>``)."""
+    return _directions(seed, inputs, names, "@direction")
+
+
+def _directions(
+    seed: int, inputs: Mapping[str, np.ndarray], names: Sequence[str], stream: str
+) -> dict[str, np.ndarray]:
+    return draw_all(
+        {
+            name: RandomSpec(
+                seed, f"{stream}:{name}", inputs[name].shape, dtype=inputs[name].dtype.name
+            )
+            for name in names
+        }
+    )

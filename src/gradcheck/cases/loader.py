@@ -8,8 +8,10 @@ and every expression the parser accepts is a valid case or a `file:line` problem
 
 Where SPEC §2 is silent:
 
-* ``defaults:`` may set ``dtype``, ``tolerance``, ``cotangent``, ``seed``, ``tags`` and
-  ``reference`` (``tensorflow``, ``numeric`` or ``both``; unset, the run's ``--reference``);
+* ``defaults:`` may set ``dtype``, ``tolerance``, ``cotangent``, ``seed``, ``tags``,
+  ``reference`` (``tensorflow``, ``numeric`` or ``both``; unset, the run's ``--reference``),
+  ``modes`` (a list of ``rev``, ``fwd``) and ``order`` (1 or 2; unset, the run's
+  ``--modes`` and ``--order``, by default ``[rev]`` and 1);
   a case's own value replaces the default, except that ``tolerance``'s ``rtol`` and
   ``atol`` are taken one by one (the case's, else the default's, else the dtype's).
   ``name``, ``description``, ``expr``, ``inputs``, ``wrt`` and ``expect`` belong to
@@ -52,16 +54,28 @@ from ..expression import Expression, ExpressionError, parse
 from ..ops import has_op
 from ..ops.broadcast import fmt_shape
 from .inputs import RandomSpec, cotangent_spec, stable_seed
-from .model import DEFAULT_TOLERANCES, DTYPES, Case, InvalidCase, Tolerance, numpy_dtype
+from .model import (
+    DEFAULT_TOLERANCES,
+    DTYPES,
+    MODES,
+    ORDERS,
+    Case,
+    InvalidCase,
+    Tolerance,
+    numpy_dtype,
+)
 from .reading import Map, Seq, check_read, line_of, read_text, read_yaml
 from .selection import matches
 
 TOP_KEYS = ("defaults", "cases")
 CASE_KEYS = (
     "name", "description", "expr", "inputs", "wrt", "dtype",
-    "cotangent", "tolerance", "seed", "expect", "tags", "reference", "timeout",
+    "cotangent", "tolerance", "seed", "expect", "tags", "reference", "timeout", "modes",
+    "order",
 )  # fmt: skip
-DEFAULT_KEYS = ("dtype", "tolerance", "cotangent", "seed", "tags", "reference", "timeout")
+DEFAULT_KEYS = (
+    "dtype", "tolerance", "cotangent", "seed", "tags", "reference", "timeout", "modes", "order",
+)  # fmt: skip
 SPEC_KEYS = ("shape", "init", "low", "high", "seed")
 TOLERANCE_KEYS = ("rtol", "atol")
 COTANGENTS = ("ones", "random")
@@ -347,9 +361,32 @@ def _reference(value: Any, line: int) -> str:
     return value
 
 
+def _modes(value: Any, line: int) -> tuple[str, ...]:
+    modes = list(value) if isinstance(value, Seq) else None
+    if not modes or any(m not in MODES for m in modes) or len(set(modes)) != len(modes):
+        raise CaseFileError(
+            f"modes must be a list of {' and '.join(MODES)} without repeats, e.g. [rev, fwd] "
+            f"(rev: gradients, reverse mode; fwd: JVPs, forward mode), got {value!r}",
+            line,
+        )
+    return tuple(modes)
+
+
+def _order(value: Any, line: int) -> int:
+    if isinstance(value, bool) or value not in ORDERS:
+        raise CaseFileError(
+            f"order must be 1 or 2 (2: also the gradient of sum(grad * v), a Hessian-vector "
+            f"product), got {value!r}",
+            line,
+        )
+    return int(value)
+
+
 _SETTINGS = {
     "dtype": _dtype,
     "reference": _reference,
+    "modes": _modes,
+    "order": _order,
     "cotangent": _cotangent,
     "seed": lambda value, line: _integer(value, line, "seed"),
     "tags": _tags,
@@ -479,6 +516,8 @@ class _CaseReader:
             expect=_expect(raw, expression, wrt, self.max_elements),
             tags=_get(settings, "tags", []),
             reference=_get(settings, "reference", None),
+            modes=_get(settings, "modes", None),
+            order=_get(settings, "order", None),
             description=_string(raw, "description") if "description" in raw else None,
             timeout=_get(settings, "timeout", None),
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,6 +25,8 @@ DTYPES = tuple(DEFAULT_TOLERANCES)
 # Judged by their distance from a float64 answer for the same rounded inputs, next to
 # TensorFlow's own (comparison/compare.py), unless the case sets a tolerance.
 LOW_PRECISION = ("float16", "bfloat16")
+MODES = ("rev", "fwd")  # reverse mode (VJPs, SPEC §2) and forward mode (JVPs)
+ORDERS = (1, 2)
 
 
 def numpy_dtype(name: str) -> np.dtype:
@@ -88,6 +90,12 @@ class Case:
     description: str | None = None
     reference: str | None = None  # tensorflow | numeric | both; None: the run's --reference
     timeout: float | None = None  # seconds for the engine, from `timeout:`; None: the run's
+    modes: tuple[str, ...] | None = None  # rev and/or fwd; None: the run's --modes
+    order: int | None = None  # 1, or 2 to check second order too; None: the run's --order
+    # Tangents and directions v given rather than drawn: the float64 twin of a float16 or
+    # bfloat16 case moves along the case's own, rounded ones.
+    given_tangents: dict[str, np.ndarray] | None = None
+    given_directions: dict[str, np.ndarray] | None = None
     _drawn: tuple[dict[str, np.ndarray], np.ndarray] | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -131,6 +139,43 @@ class Case:
         # a small one, once drawn, with its arrays (sending them is quicker than drawing).
         small = self._drawn is not None and self.elements < SEND_DRAWN_ELEMENTS
         return {**self.__dict__, "_drawn": self._drawn if small else None}
+
+    @property
+    def wrt_inputs(self) -> list[str]:
+        """The inputs in `wrt`: what forward mode and second order differentiate."""
+        return [name for name in self.wrt if name in self.sources]
+
+    def tangents(self) -> dict[str, np.ndarray]:
+        """Forward mode's seeded tangent of each input in `wrt` (`inputs.tangents`)."""
+        from .inputs import tangents  # inputs.py reads this module's dtypes
+
+        if self.given_tangents is not None:
+            return self.given_tangents
+        return tangents(self.seed, self.inputs, self.wrt_inputs)
+
+    def directions(self) -> dict[str, np.ndarray]:
+        """Second order's seeded direction v of each input in `wrt` (`inputs.directions`)."""
+        from .inputs import directions
+
+        if self.given_directions is not None:
+            return self.given_directions
+        return directions(self.seed, self.inputs, self.wrt_inputs)
+
+    def widened(self) -> Case:
+        """This case in float64, on its own inputs, cotangent, tangents and directions
+        upcast: what a float16/bfloat16 case's exact answer is computed on."""
+
+        def wide(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+            return {n: np.asarray(v, np.float64) for n, v in arrays.items()}
+
+        return replace(
+            self,
+            dtype="float64",
+            sources=wide(self.inputs),
+            cotangent_source=np.asarray(self.cotangent, np.float64),
+            given_tangents=wide(self.tangents()),
+            given_directions=wide(self.directions()),
+        )
 
 
 _COTANGENT = "@cotangent"  # the cotangent's key among the arrays drawn: no input's name

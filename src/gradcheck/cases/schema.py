@@ -21,7 +21,7 @@ from .loader import (
     REFERENCES,
     TOLERANCE_KEYS,
 )
-from .model import DTYPES
+from .model import DTYPES, MODES
 
 
 def case_file_schema() -> dict[str, Any]:
@@ -83,6 +83,19 @@ def case_file_schema() -> dict[str, Any]:
             "type": "number",
             "exclusiveMinimum": 0,
             "description": "Seconds the engine may take on the case (--timeout; default 60).",
+        },
+        "modes": {
+            "type": "array",
+            "items": {"enum": list(MODES)},
+            "minItems": 1,
+            "uniqueItems": True,
+            "description": "rev (gradients, reverse mode) and/or fwd (JVPs, forward mode); "
+            "the run's --modes, by default [rev].",
+        },
+        "order": {
+            "enum": [1, 2],
+            "description": "2: also the gradient of sum(grad * v), a Hessian-vector product; "
+            "the run's --order, by default 1.",
         },
     }
     input_spec = {

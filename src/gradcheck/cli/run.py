@@ -184,14 +184,33 @@ def run(
             metavar="S",
         ),
     ] = TIMEOUT,
+    modes: Annotated[
+        str,
+        typer.Option(
+            help="What cases that say no `modes:` check: rev (gradients, reverse mode), fwd "
+            "(JVPs, forward mode), or rev,fwd (both, and each against the other).",
+            metavar="MODES",
+        ),
+    ] = "rev",
+    order: Annotated[
+        int,
+        typer.Option(
+            help="For cases that say no `order:`: 2 also checks the gradient of sum(grad * v) "
+            "(second order, a Hessian-vector product).",
+            min=1,
+            max=2,
+        ),
+    ] = 1,
 ) -> None:
     """Check every case against TensorFlow (or finite differences: --reference)."""
     from ..cases import load_paths
     from ..interrupts import Interrupted, handled
+    from ..modes import run_defaults
     from ..runner import RunOptions, default_isolation, needs_tensorflow, prefetch_tensorflow
 
     if require_cache and not cache:
         raise GradcheckError("--require-cache needs the cache; drop --no-cache")
+    chosen_modes, order = run_defaults(modes, order)
     with handled():
         options = RunOptions(
             strict=strict,
@@ -203,6 +222,8 @@ def run(
             reference=reference.value,
             isolate=isolate.value if isolate else default_isolation(engine),
             timeout=timeout,
+            modes=chosen_modes,
+            order=order,
         )
         if needs_tensorflow(options):
             prefetch_tensorflow()  # at once: it imports while the files load

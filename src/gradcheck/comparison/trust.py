@@ -45,7 +45,13 @@ def tolerance(case: Case, reference: EngineRun, name: str) -> Tolerance:
     return Tolerance(tol.rtol, tol.atol + slack) if slack else tol
 
 
-def disagreements(case: Case, tensorflow: EngineRun, numeric: EngineRun) -> list[Hint]:
+# What a reference's `grads` hold for each check, as `disagreements` words it.
+QUANTITIES = {"vjp": "gradient of", "jvp": "JVP along", "hvp": "gradient of sum(grad * v) for"}
+
+
+def disagreements(
+    case: Case, tensorflow: EngineRun, numeric: EngineRun, check: str = "vjp"
+) -> list[Hint]:
     """`reference-disagreement` hints: where TensorFlow and finite differences differ on what
     the finite differences can judge (the oracle itself is in doubt)."""
     numeric = judged_part(numeric, tensorflow)
@@ -53,7 +59,7 @@ def disagreements(case: Case, tensorflow: EngineRun, numeric: EngineRun) -> list
     checks = [("forward value", tensorflow.forward, numeric.forward, case.tolerance)]
     checks += [
         (
-            f"gradient of {name}",
+            f"{QUANTITIES[check]} {name}",
             tensorflow.grads[name],
             numeric.grads[name],
             tolerance(case, numeric, name),

@@ -29,10 +29,11 @@ from .driver import FIXES, driver_hint, stale_node, unexplained
 from .errors import diagnose_error, raising_too
 from .evidence import Evidence
 from .faults import FAULTS
+from .findings import node_forward_hint, op_vjp_hint
 from .fingerprints import case_fingerprints
 from .kinks import kink_mask
 from .localise import NodeCheck, check_nodes
-from .mechanisms import Prober, op_vjp_hint
+from .mechanisms import Prober
 from .patterns import ANALYSES, Subject
 from .ranking import dedupe, fold, rank, rank_beside_bug
 from .report_card import report_card
@@ -210,16 +211,7 @@ def node_hints(check: NodeCheck, evidence: Evidence) -> list[Hint]:
     node, op = check.node, check.node.op
     assert op is not None
     if check.forward_failed:
-        return [
-            Hint(
-                "forward-mismatch",
-                f"{node.text}: {op.name}'s forward value is wrong when checked alone",
-                f"fix {op.name}'s forward computation ({op.doc}; TensorFlow: `{op.tf_name}`)",
-                "exact",
-                op=op.name,
-                node=node.text,
-            )
-        ]
+        return [node_forward_hint(check)]
     hints, prober, spell = [], Prober(check, evidence.conventions), evidence.spelling
     if evidence.node_faults is not None:  # what the whole case's fingerprints may try
         evidence.node_faults |= {f.name for fs in prober.fingerprints.values() for f in fs}

@@ -1,9 +1,10 @@
 """The fault catalogue: known autodiff bugs, each a small named change to the builtin engine.
 
 A `Fault` replaces one VJP rule, the unbroadcast step of some ops, or the backward
-driver (`faults.FaultyEngine` switches one on). Each entry says the bug in one sentence
-and the fix in one line, with the code to write; `seen` points at a public bug report
-of that class, where one is known (owner/repo#number).
+driver (`faults.FaultyEngine` switches one on); a forward-mode fault (``check="jvp"``)
+replaces JVP rules or the step that broadcasts a tangent to the output's shape. Each
+entry says the bug in one sentence and the fix in one line, with the code to write;
+`seen` points at a public bug report of that class, where one is known (owner/repo#number).
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..ops import get_op
+from ..ops import all_ops, get_op
 from ..ops.broadcast import expand_reduced
 from ..ops.reductions import spread
-from ..ops.registry import VJP
+from ..ops.registry import JVP, VJP
 
 Reduce = Callable[[np.ndarray, tuple[int, ...]], np.ndarray]
 
@@ -31,11 +32,18 @@ class Fault:
     reduce_ops: frozenset[str] = frozenset()  # ... for these ops
     driver: str | None = None  # a backward-driver variant, see FaultyEngine.backward
     seen: str = ""  # a public report of this bug class
+    check: str = "vjp"  # what the fault breaks: the VJPs, or the JVPs (forward mode)
+    jvps: Mapping[tuple[str, int], JVP] = field(default_factory=dict)  # (op, arg) -> rule
+    unbroadcast_tangent: frozenset[str] = frozenset()  # ops whose tangent stays as it is
 
     @property
     def ops(self) -> frozenset[str]:
         """The ops whose presence in an expression makes this fault worth trying."""
-        return frozenset(op for op, _ in self.vjps) | self.reduce_ops
+        return (
+            frozenset(op for op, _ in [*self.vjps, *self.jvps])
+            | self.reduce_ops
+            | self.unbroadcast_tangent
+        )
 
     @property
     def code(self) -> str:
@@ -90,6 +98,10 @@ def _concat_first_axis(g, ans, xs, i, axis):
 
 def _ge(a, b):
     return a >= b
+
+
+def _vjp_as_jvp(vjp: VJP) -> JVP:
+    return lambda t, ans, *args, **attrs: vjp(t, ans, *args, **attrs)
 
 
 def _le(a, b):
@@ -419,6 +431,34 @@ CATALOGUE: tuple[Fault, ...] = (
         "the VJPs receive ones instead of the upstream gradient: the chain rule is not applied",
         "pass each node's own gradient to its VJP: `vjp(node, grads[node])`, not `ones_like`",
         driver="no-upstream",
+    ),
+    # -- forward mode ---------------------------------------------------------------------
+    Fault(
+        "jvp.vjp-rule",
+        "the JVP is the VJP's rule applied to the tangent (g replaced by t): the Jacobian's "
+        "transpose where forward mode needs the Jacobian itself, right only where it is "
+        "symmetric (elementwise ops, softmax)",
+        "apply the Jacobian, not its transpose: matmul's JVPs are `t @ b` and `a @ t` (not "
+        "`t @ b.T`), transpose's is `np.transpose(t, perm)` (not the inverse permutation), "
+        "a reduction's reduces `t`",
+        check="jvp",
+        seen="pytorch/pytorch#198017",
+        jvps={
+            (op.name, i): _vjp_as_jvp(vjp)
+            for op in all_ops()
+            if op.origin is None
+            for i, vjp in enumerate(op.vjps)
+        },
+    ),
+    Fault(
+        "jvp.no-broadcast",
+        "the JVP of a broadcasting op leaves an argument's tangent in the argument's shape "
+        "instead of broadcasting it to the output's",
+        "broadcast each argument's tangent to the output's shape: "
+        "`np.broadcast_to(t, y.shape)` (for a + b, the tangent of a is t broadcast)",
+        check="jvp",
+        unbroadcast_tangent=BINARY_ELEMENTWISE,
+        seen="pytorch/pytorch#191787",
     ),
 )
 # fmt: on

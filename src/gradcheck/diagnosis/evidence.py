@@ -49,3 +49,20 @@ class Evidence:
     @property
     def spelling(self) -> str:
         return idiom.spelling(idiom.frameworks(self.engine_factory, self.engine))
+
+
+@dataclass
+class ModeEvidence:
+    """What the diagnosis of forward mode (`diagnosis.forward`) or second order
+    (`diagnosis.second_order`) starts from: the engine's run, or what it raised."""
+
+    case: Case
+    engine_factory: EngineFactory
+    reference: EngineRun  # with its `jvp` and `hvp` runs
+    result: CaseResult
+    got: EngineRun | None  # None when the engine raised: `failure` says what
+    failure: EngineFailure | None = None
+
+    @property
+    def spelling(self) -> str:
+        return idiom.spelling(idiom.frameworks(self.engine_factory, self.got))

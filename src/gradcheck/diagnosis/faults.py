@@ -1,7 +1,8 @@
 """Fault fingerprints: the builtin engine with one catalogue fault switched on.
 
 `FaultyEngine` overrides the builtin engine's seams (`vjp_rule`, `reduce_to_shape`,
-`vjp`, `accumulate`, `backward`) for its fault only; the correct code path in
+`vjp`, `accumulate`, `backward`, and in forward mode `jvp_rule`, `broadcast_tangent`) for
+its fault only; the correct code path in
 `engines/builtin.py` never branches on a fault. When an engine fails a case, the
 faults relevant to it (`relevant_faults`) are run, and every one that reproduces the
 engine's numbers becomes a `fault:<name>` hint (`fault_hint`) of confidence `exact`.
@@ -18,7 +19,7 @@ import numpy as np
 from ..cases.model import Case
 from ..engines.builtin import BuiltinEngine, Tensor
 from ..ops import Op, get_op
-from ..ops.registry import VJP
+from ..ops.registry import JVP, VJP
 from ..results import Hint
 from . import idiom
 from .catalogue import CATALOGUE, FAULTS, Fault
@@ -41,7 +42,7 @@ def _traversal_order_backward(
                 continue
             share = engine.vjp(tensor, i, grads[tensor])
             engine.accumulate(grads, arg, engine.reduce_to_shape(tensor.op, share, arg.value.shape))
-            if arg not in working:
+            if not any(queued is arg for queued in working):  # Tensors' `==` is elementwise
                 working.append(arg)
     return grads
 
@@ -81,6 +82,15 @@ class FaultyEngine(BuiltinEngine):
         else:
             super().accumulate(grads, arg, share)
 
+    def jvp_rule(self, op: Op, i: int) -> JVP:
+        key = (op.name, 0 if op.variadic else i)
+        return self.fault.jvps.get(key) or super().jvp_rule(op, i)
+
+    def broadcast_tangent(self, op: Op, share: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        if op.name in self.fault.unbroadcast_tangent:
+            return share
+        return super().broadcast_tangent(op, share, shape)
+
 
 def fault_hint(fault: Fault, case: Case, spell: str, message: str | None = None) -> Hint:
     """The `fault:<name>` hint for a fault that reproduces the engine on `case`; the fix
@@ -109,6 +119,11 @@ def _tf_rule(op_name: str, arg: int) -> str | None:
     return f"{op.name}'s VJP for {idiom.param(op, arg)} is `{text}`" if text else None
 
 
-def relevant_faults(op_names: set[str], *, driver: bool = True) -> list[Fault]:
-    """Faults worth trying on an expression using `op_names` (driver faults when asked)."""
-    return [f for f in CATALOGUE if (f.driver is not None and driver) or (f.ops & op_names)]
+def relevant_faults(op_names: set[str], *, driver: bool = True, check: str = "vjp") -> list[Fault]:
+    """Faults of `check`'s rules worth trying on an expression using `op_names` (driver
+    faults when asked)."""
+    return [
+        f
+        for f in CATALOGUE
+        if f.check == check and ((f.driver is not None and driver) or (f.ops & op_names))
+    ]

@@ -42,11 +42,13 @@ def spelling(found: frozenset[str]) -> str:
     return "tensorflow" if "tensorflow" in found else "numpy"
 
 
-def rule(op: Op, arg: int, spell: str) -> str:
-    """`op`'s correct VJP for argument `arg`, quoted, in NumPy and (when asked) TF spelling."""
-    text = f"`{op.rule(arg)}`"
-    if spell == "tensorflow" and op.rule(arg, "tensorflow") != op.rule(arg):
-        text += f" (in TensorFlow: `{op.rule(arg, 'tensorflow')}`)"
+def rule(op: Op, arg: int, spell: str, mode: str = "rev") -> str:
+    """`op`'s correct VJP (`mode` "fwd": JVP) for argument `arg`, quoted, in NumPy and (when
+    asked) TF spelling."""
+    numpy, tf = op.rule(arg, mode=mode), op.rule(arg, "tensorflow", mode)
+    text = f"`{numpy}`"
+    if spell == "tensorflow" and tf != numpy:
+        text += f" (in TensorFlow: `{tf}`)"
     return text
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -24,6 +25,8 @@ from ..engines.driver import EngineFailure, EngineRun, Unsupported, build_expres
 from ..engines.numeric import numeric_run
 from ..engines.protocol import EngineFactory
 from ..expression import Expression, Node
+from ..ops import unbroadcast
+from ..ops.broadcast import sums_back
 from ..results import NodeResult
 from .dtypes import within_rounding
 
@@ -48,9 +51,33 @@ def single_op(node: Node, *, literals_as_inputs: bool = False) -> tuple[Expressi
     return Expression(node.text, [*args, op_node], op_node, inputs, {}), list(inputs)
 
 
+@dataclass(frozen=True)
+class Words:
+    """How the probes' findings name what a node check runs (SPEC §6.1's words are the VJP's)."""
+
+    rule: str  # "VJP": the rule checked
+    direction: str  # "cotangent": what the rule is run on
+    symbol: str  # "g": its name in the rules
+    result: str  # "the argument's": whose shape the rule's answer has
+    upstream: str  # "upstream gradient": what the chain rule multiplies in
+    flow: str  # "gradient": what the rule passes on ...
+    flow_to: str  # ... "to" the argument (a JVP: "from" it)
+
+
 @dataclass
 class NodeCheck:
-    """One op node run alone: by the engine and by the builtin engine, on one cotangent."""
+    """One op node run alone: by the engine and by the builtin engine, on one cotangent.
+
+    `cotangent` is the direction the rule is run on; the methods under "directions" are
+    what the mechanism probes know of it, so that a subclass can check another rule on
+    the same probes (`diagnosis.forward`: JVPs, on tangents).
+    """
+
+    check: ClassVar[str] = "vjp"  # NodeResult.check and the hint code: op-vjp
+    words: ClassVar[Words] = Words(
+        "VJP", "cotangent", "g", "the argument's", "upstream gradient", "gradient", "to"
+    )
+    stream: ClassVar[int] = 0x10CA1  # of the random directions `check_nodes` draws
 
     node: Node
     result: NodeResult
@@ -132,6 +159,36 @@ class NodeCheck:
         """Elementwise: where `got` matches `want` (arrays of one shape)."""
         return close_mask(want, got, self.tolerance, exact)
 
+    # -- directions: what the rule is run on ---------------------------------------------
+    @classmethod
+    def draw(
+        cls, rng: np.random.Generator, node: Node, inputs: Mapping[str, np.ndarray], dtype: Any
+    ) -> Any:
+        """The first direction of a check of `node` (whose arguments take `inputs`)."""
+        return rng.standard_normal(node.shape).astype(dtype)
+
+    def random_direction(self, rng: np.random.Generator) -> Any:
+        """Another direction like `cotangent`, drawn from `rng`."""
+        return rng.standard_normal(self.cotangent.shape).astype(self.cotangent.dtype)
+
+    def combine(self, a: float, first: Any, b: float, second: Any) -> Any:
+        """``a * first + b * second``, in the direction's dtype."""
+        return (a * first + b * second).astype(self.cotangent.dtype)
+
+    def unit_direction(self, output_shape: tuple[int, ...], inputs: Mapping[str, Any]) -> Any:
+        """A direction of ones, for the node on `inputs` with output shape `output_shape`."""
+        return np.ones(output_shape, self.cotangent.dtype)
+
+    def passed_through(self, arg: int, shape: tuple[int, ...]) -> np.ndarray:
+        """What the rule gives for `arg` if it hands its direction on unchanged."""
+        g = self.cotangent
+        return unbroadcast(g, shape) if sums_back(g.shape, shape) else g
+
+    @property
+    def numeric_right(self) -> bool:
+        """The right answer comes from finite differences (an op without NumPy rules)."""
+        return not self.node.op.vjps
+
 
 def node_values(case: Case) -> dict[Node, np.ndarray]:
     """Every node's forward value in the case."""
@@ -146,25 +203,28 @@ def check_nodes(
     reference_factory: ReferenceFactory = BuiltinEngine,
     rounding: str | None = None,
     only: Callable[[Node], bool] | None = None,
+    kind: type[NodeCheck] = NodeCheck,
 ) -> list[NodeCheck]:
     """Every op node checked alone (those `only` accepts, if given); `rounding`: a dtype
     (the engine's, when it computes in a lower precision than the case) whose rounding
-    differences do not fail a node."""
+    differences do not fail a node; `kind`: what is checked (a `NodeCheck` subclass checks
+    another rule than the VJP)."""
     values = node_values(case)
-    rng = np.random.default_rng([case.seed, 0x10CA1])
+    rng = np.random.default_rng([case.seed, kind.stream])
     checks = []
     for node in case.expression.op_nodes:
         assert node.op is not None
-        cotangent = rng.standard_normal(node.shape).astype(case.cotangent.dtype)
+        inputs = {f"a{i}": values[arg] for i, arg in enumerate(node.args) if not arg.is_literal}
+        # Drawn for every node, so that `only` leaves the others' directions as they were.
+        direction = kind.draw(rng, node, inputs, case.cotangent.dtype)
         if only is not None and not only(node):
             continue
-        inputs = {f"a{i}": values[arg] for i, arg in enumerate(node.args) if not arg.is_literal}
-        check = NodeCheck(
+        check = kind(
             node,
-            NodeResult(node.text, node.op.name, "passed"),
+            NodeResult(node.text, node.op.name, "passed", check=kind.check),
             inputs,
             single_op(node)[1],
-            cotangent,
+            direction,
             case.tolerance,
             engine_factory,
             reference_factory,
@@ -178,20 +238,30 @@ def check_nodes(
     return checks
 
 
-def _check_node(check: NodeCheck) -> None:
-    if not check.names:
-        return
+def engine_run(check: NodeCheck) -> bool:
+    """The engine on the node alone, into `check.got`; False (the status says why) when it
+    cannot run it or raised."""
     try:
         check.got = check.run(check.engine_factory, check.cotangent)
     except Unsupported:
         check.result.status = "skipped"
-        return
+        return False
     except EngineFailure as failure:
         check.result.status = "error"
         check.failure = failure
+        return False
+    return True
+
+
+def _check_node(check: NodeCheck) -> None:
+    if not check.names or not engine_run(check):
         return
-    check.want = check.right(check.cotangent)
-    if not check.node.op.vjps:  # finite differences: only what they can judge
+    try:
+        check.want = check.right(check.cotangent)
+    except Unsupported:  # the builtin engine has no rule to judge this one by
+        check.result.status = "skipped"
+        return
+    if check.numeric_right:  # finite differences: only what they can judge
         check.want = judged_part(check.want, check.got)
     exact = check.exact(check.cotangent)
     check.forward_failed = not check.same(

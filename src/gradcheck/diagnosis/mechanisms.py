@@ -7,6 +7,11 @@ with it?), their combination (is it linear?), then what relates the two answers
 every catalogue variant of the op run on the node alone. Only when none fits is the
 mechanism `formula`, with the right and the wrong number at the worst element. Probe,
 don't guess: each mechanism below is something the engine was seen to do.
+
+The probes speak of "the rule" and "its direction" through the check they probe: a
+`NodeCheck` runs VJPs on cotangents; `diagnosis.forward`'s check runs JVPs on tangents,
+`diagnosis.second_order`'s the VJP differentiated again, on directions v, each with
+the words and the probes that apply to it (`Prober.probes`).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -23,10 +29,8 @@ from ..cases.model import machine_epsilon
 from ..engines.driver import EngineFailure, EngineRun, Unsupported
 from ..ops import ShapeError, unbroadcast
 from ..ops.broadcast import fmt_shape, sums_back
-from ..results import Confidence, Hint
-from . import idiom
-from .catalogue import BINARY_ELEMENTWISE
 from .faults import CATALOGUE, Fault, FaultyEngine
+from .findings import Finding
 from .localise import NodeCheck
 from .patterns import nice as nice_factor
 from .regions import describe
@@ -38,19 +42,6 @@ A, B = 0.75, -1.5
 
 
 @dataclass
-class Finding:
-    """A mechanism, and the words that go with it."""
-
-    mechanism: str
-    says: str  # completes "<op>'s VJP for argument <i> (<x>) ..."
-    fix: str  # how to mend it, before the correct rule is given
-    confidence: Confidence = "exact"
-    region: str | None = None
-    factor: float | None = None
-    axes: list[int] | None = None
-
-
-@dataclass
 class Prober:
     """The probes of one failing node; each extra engine run is made once, when needed."""
 
@@ -58,10 +49,10 @@ class Prober:
     conventions: dict[str, str] = field(default_factory=dict)
 
     @cached_property
-    def second(self) -> tuple[np.ndarray, EngineRun, EngineRun] | None:
-        """Another random cotangent, and what the engine and the reference make of it."""
+    def second(self) -> tuple[Any, EngineRun, EngineRun] | None:
+        """Another random direction, and what the engine and the reference make of it."""
         rng = np.random.default_rng([len(self.check.node.text), 0x5EC0])
-        g2 = rng.standard_normal(self.check.cotangent.shape).astype(self.check.cotangent.dtype)
+        g2 = self.check.random_direction(rng)
         got = self._engine(g2)
         return None if got is None else (g2, got, self.check.right(g2))
 
@@ -70,8 +61,7 @@ class Prober:
         """The engine on A*g1 + B*g2."""
         if self.second is None:
             return None
-        g3 = (A * self.check.cotangent + B * self.second[0]).astype(self.check.cotangent.dtype)
-        return self._engine(g3)
+        return self._engine(self.check.combine(A, self.check.cotangent, B, self.second[0]))
 
     @cached_property
     def fingerprints(self) -> dict[int, list[Fault]]:
@@ -82,7 +72,7 @@ class Prober:
         assert op is not None and check.got is not None and check.want is not None
         found: dict[int, list[Fault]] = {}
         for fault in CATALOGUE:
-            if fault.driver is not None or op.name not in fault.ops:
+            if fault.driver is not None or fault.check != check.check or op.name not in fault.ops:
                 continue
             factory = lambda f=fault: FaultyEngine(f, self.conventions)
             first = self._reference(factory, check.cotangent)
@@ -120,7 +110,7 @@ class Prober:
             shapes = [values[n].shape if n in values else () for n in _arg_names(check)]
             try:
                 out = op.shape(*shapes, **check.node.attrs)
-                cotangent = np.ones(out, check.cotangent.dtype)
+                cotangent = check.unit_direction(out, values)
                 got = check.run(check.engine_factory, cotangent, values)
                 want = check.right(cotangent, values)
             except (ShapeError, EngineFailure, Unsupported):
@@ -145,12 +135,8 @@ class Prober:
             return None
 
     # -- the probes, in order: the first that fits is the mechanism ----------------------
-    def find(self, arg: int) -> Finding:
-        check = self.check
-        assert check.want is not None and check.got is not None
-        name = f"a{arg}"
-        want, got = check.want.grads[name], check.got.grads[name]
-        for probe in (
+    def probes(self) -> tuple[Callable[[int, np.ndarray, np.ndarray], Finding | None], ...]:
+        return (
             self._fingerprint,
             self._shape,
             self._nan_region,
@@ -160,7 +146,14 @@ class Prober:
             self._identity,
             self._scaled,
             self._transposed,
-        ):
+        )
+
+    def find(self, arg: int) -> Finding:
+        check = self.check
+        assert check.want is not None and check.got is not None
+        name = f"a{arg}"
+        want, got = check.want.grads[name], check.got.grads[name]
+        for probe in self.probes():
             finding = probe(arg, want, got)
             if finding is not None:
                 return finding
@@ -180,8 +173,17 @@ class Prober:
     def _shape(self, arg: int, want: np.ndarray, got: np.ndarray) -> Finding | None:
         if want.shape == got.shape:
             return None
-        shapes = f"shape {fmt_shape(got.shape)}, not the argument's {fmt_shape(want.shape)}"
-        lead = "return the gradient in the argument's own shape"
+        whose = self.check.words.result
+        shapes = f"shape {fmt_shape(got.shape)}, not {whose} {fmt_shape(want.shape)}"
+        lead = f"return the {self.check.words.flow} in {whose} own shape"
+        if sums_back(want.shape, got.shape) and self.check.same(
+            want, np.broadcast_to(got, want.shape)
+        ):
+            return Finding(
+                "shape",
+                f"gives the right values in {shapes}: it was never broadcast to that shape",
+                f"{lead}: broadcast it (`np.broadcast_to(t, y.shape)`)",
+            )
         if sums_back(got.shape, want.shape) and self.check.same(want, unbroadcast(got, want.shape)):
             extra = got.ndim - want.ndim
             if extra > 0 and all(d == 1 for d in got.shape[:extra]):
@@ -228,10 +230,13 @@ class Prober:
         if name not in got2.grads or got2.grads[name].shape != got.shape:
             return None
         if self.check.same(got, got2.grads[name]) and not self.check.same(want, want2.grads[name]):
+            words = self.check.words
             return Finding(
                 "ignores-upstream",
-                "ignores its upstream gradient: two different cotangents give the same answer",
-                "multiply the local derivative by the upstream gradient g (the chain rule)",
+                f"ignores its {words.upstream}: two different {words.direction}s give the same "
+                "answer",
+                f"multiply the local derivative by the {words.upstream} {words.symbol} "
+                "(the chain rule)",
             )
         return None
 
@@ -251,12 +256,14 @@ class Prober:
         bound = self.check.tolerance.atol + rtol * (np.abs(parts[0]) + np.abs(parts[1]))
         if np.all(np.abs(got3 - (parts[0] + parts[1])) <= bound):
             return None
+        words = self.check.words
+        rule, g = words.rule.lower(), words.symbol
         return Finding(
             "not-linear",
-            f"is not linear in its cotangent: vjp({A:g}*g1 {B:+g}*g2) differs from "
-            f"{A:g}*vjp(g1) {B:+g}*vjp(g2)",
-            "a VJP multiplies g by the local derivative; it never squares, clips, "
-            "thresholds or adds to g",
+            f"is not linear in its {words.direction}: {rule}({A:g}*{g}1 {B:+g}*{g}2) differs "
+            f"from {A:g}*{rule}({g}1) {B:+g}*{rule}({g}2)",
+            f"a {words.rule} multiplies {g} by the local derivative; it never squares, clips, "
+            f"thresholds or adds to {g}",
         )
 
     def _zero(self, arg: int, want: np.ndarray, got: np.ndarray) -> Finding | None:
@@ -265,10 +272,12 @@ class Prober:
         if not wrong.any() or (wrong & ~zeros).any():
             return None
         if not got.any():
+            words = self.check.words
             return Finding(
                 "zero",
-                "is zero everywhere: the gradient is not propagated to this argument",
-                "propagate the gradient: do not detach, drop or overwrite it with zeros",
+                f"is zero everywhere: the {words.flow} is not propagated {words.flow_to} this "
+                "argument",
+                f"propagate the {words.flow}: do not detach, drop or overwrite it with zeros",
             )
         region = self._region(arg, wrong, _zero_where)
         return Finding(
@@ -279,15 +288,15 @@ class Prober:
         )
 
     def _identity(self, arg: int, want: np.ndarray, got: np.ndarray) -> Finding | None:
-        g = self.check.cotangent
-        if sums_back(g.shape, got.shape):
-            g = unbroadcast(g, got.shape)
+        g = self.check.passed_through(arg, got.shape)
         if g.shape != got.shape or not self.check.same(g, got):
             return None
+        words = self.check.words
         return Finding(
             "identity",
-            "returns its cotangent g unchanged, as if the op were the identity",
-            "multiply g by the op's local derivative",
+            f"returns its {words.direction} {words.symbol} unchanged, as if the op were the "
+            "identity",
+            f"multiply {words.symbol} by the op's local derivative",
         )
 
     def _scaled(self, arg: int, want: np.ndarray, got: np.ndarray) -> Finding | None:
@@ -382,30 +391,6 @@ def _nan_where(want: np.ndarray, got: np.ndarray) -> np.ndarray:
 
 def _zero_where(want: np.ndarray, got: np.ndarray) -> np.ndarray:
     return (got == 0) & (want != 0)
-
-
-def op_vjp_hint(check: NodeCheck, arg: int, finding: Finding, spell: str) -> Hint:
-    node, op = check.node, check.node.op
-    assert op is not None
-    param = idiom.param(op, arg)
-    rule = idiom.rule(op, arg, spell) if op.rule(arg) else None
-    fix = finding.fix + (f"; {op.name}'s VJP for {param} is {rule}" if rule else "")
-    shape = node.args[arg].shape
-    if rule and op.name in BINARY_ELEMENTWISE and shape != node.shape:
-        fix += f", summed back to {param}'s shape {fmt_shape(shape)} (unbroadcast)"
-    return Hint(
-        "op-vjp",
-        f"{node.text}: {op.name}'s VJP for argument {arg} ({node.args[arg].text}) {finding.says}",
-        fix,
-        finding.confidence,
-        op=op.name,
-        node=node.text,
-        arg=arg,
-        mechanism=finding.mechanism,
-        region=finding.region,
-        factor=finding.factor,
-        axes=finding.axes,
-    )
 
 
 def _num(value: object) -> str:

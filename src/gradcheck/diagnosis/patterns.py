@@ -35,6 +35,13 @@ class Subject:
     reduced_sizes: frozenset[int]  # sizes N of the axes that mean/sum reductions reduce
     # what happens and how to mend it, when the engine computes in a lower precision
     precision_cause: tuple[str, str] | None = None
+    # what the arrays are, as the messages name them: "x's gradient" unless given
+    # ("the JVP along x", in forward mode)
+    label: str | None = None
+
+    @property
+    def what(self) -> str:
+        return self.label or f"{self.name}'s gradient"
 
     def __post_init__(self) -> None:
         # Gradients arrive in the engines' own dtypes; the analyses' ratios and sums
@@ -65,7 +72,7 @@ def shape_hints(s: Subject) -> Iterator[Hint]:
         if extra == 0:
             yield Hint(
                 "unbroadcast-size1",
-                f"{s.name}'s gradient has shape {fmt_shape(got)}; {s.name} has shape "
+                f"{s.what} has shape {fmt_shape(got)}; {s.name} has shape "
                 f"{fmt_shape(want)}: the axes {size1} where {s.name} has size 1 were not summed",
                 f"also sum the axes where {s.name} has size 1 when unbroadcasting: "
                 f"`g.sum(axis={tuple(size1)}, keepdims=True)`",
@@ -77,7 +84,7 @@ def shape_hints(s: Subject) -> Iterator[Hint]:
             also = f", then axes {kept} with keepdims=True" if kept else ""
             yield Hint(
                 "missing-unbroadcast",
-                f"{s.name}'s gradient has the broadcast shape {fmt_shape(got)}; {s.name} has "
+                f"{s.what} has the broadcast shape {fmt_shape(got)}; {s.name} has "
                 f"shape {fmt_shape(want)}",
                 f"unbroadcast: sum over the leading axes {leading}{also}: "
                 f"`g.sum(axis={tuple(leading)})`"
@@ -91,7 +98,7 @@ def shape_hints(s: Subject) -> Iterator[Hint]:
         ones = [i for i, d in enumerate(want) if d == 1]
         yield Hint(
             "unbroadcast-size1",
-            f"{s.name}'s gradient has shape {fmt_shape(got)}; {s.name} has shape "
+            f"{s.what} has shape {fmt_shape(got)}; {s.name} has shape "
             f"{fmt_shape(want)}: the size-1 axes {ones} were summed away without keepdims",
             f"keep the size-1 axes when summing: `g.sum(axis={tuple(ones)}, keepdims=True)`",
             "exact" if np.allclose(s.got.reshape(want), s.want) else "likely",
@@ -100,7 +107,7 @@ def shape_hints(s: Subject) -> Iterator[Hint]:
         return
     yield Hint(
         "shape-mismatch",
-        f"{s.name}'s gradient has shape {fmt_shape(got)}; {s.name} has shape {fmt_shape(want)}"
+        f"{s.what} has shape {fmt_shape(got)}; {s.name} has shape {fmt_shape(want)}"
         + _shape_relation(want, got),
         f"return {s.name}'s gradient in {s.name}'s own shape {fmt_shape(want)}: look at the "
         "reshape, transpose or reduction that gave it its shape (`g.reshape(x.shape)`, "
@@ -175,7 +182,7 @@ def _zero_hint(s: Subject) -> Iterator[Hint]:
     everywhere = bool(np.all(s.got == 0))
     yield Hint(
         "zero-gradient",
-        f"{s.name}'s gradient is zero "
+        f"{s.what} is zero "
         + ("everywhere" if everywhere else f"at {int(zeros.sum())} of {zeros.size} elements")
         + " where the reference is not: the gradient was not propagated",
         f"make the backward pass reach {s.name} and keep its contributions "
@@ -196,7 +203,7 @@ def _scale_hint(s: Subject) -> Iterator[Hint]:
     if math.isclose(factor, -1.0, rel_tol=1e-6):
         yield Hint(
             "sign-flip",
-            f"{s.name}'s gradient is the negated reference",
+            f"{s.what} is the negated reference",
             "look for a sign error in a VJP: `-g` for b in a - b, `-g * a / b**2` for div's "
             "denominator, `-g * np.sin(x)` for cos",
             "exact",
@@ -205,7 +212,7 @@ def _scale_hint(s: Subject) -> Iterator[Hint]:
         return
     yield Hint(
         "scaled",
-        f"{s.name}'s gradient is {nice(factor)} × the reference{_scale_reason(s, factor)}",
+        f"{s.what} is {nice(factor)} × the reference{_scale_reason(s, factor)}",
         _scale_fix(s, factor),
         "exact",
         factor=nice(factor),
@@ -262,7 +269,7 @@ def _transpose_hints(s: Subject) -> Iterator[Hint]:
         if s.want.shape[i] == s.want.shape[j] and s.close(np.swapaxes(s.want, i, j)):
             yield Hint(
                 "transposed",
-                f"{s.name}'s gradient is the reference with axes {i} and {j} swapped",
+                f"{s.what} is the reference with axes {i} and {j} swapped",
                 f"transpose the gradient back (`np.swapaxes(g, {i}, {j})`); for a batched "
                 "matmul swap only the last two axes (`np.swapaxes(b, -1, -2)`), never all of them",
                 "exact",
@@ -272,7 +279,7 @@ def _transpose_hints(s: Subject) -> Iterator[Hint]:
     if s.want.ndim > 2 and s.close(np.transpose(s.want)):
         yield Hint(
             "transposed",
-            f"{s.name}'s gradient is the reference with every axis reversed",
+            f"{s.what} is the reference with every axis reversed",
             "a full transpose reverses all axes: swap only the two you mean "
             "(`np.swapaxes(t, -1, -2)`, `tf.linalg.matrix_transpose(t)`)",
             "exact",
@@ -285,7 +292,7 @@ def _swapped_hint(s: Subject) -> Iterator[Hint]:
         if grad.shape == s.got.shape and s.close(grad) and not s.close(s.want):
             yield Hint(
                 "swapped-gradients",
-                f"{s.name}'s gradient equals the reference gradient of {other}",
+                f"{s.what} equals the reference gradient of {other}",
                 f"the gradients of {s.name} and {other} are returned in the wrong order "
                 "or computed from the wrong argument: `grad` returns one array per wrt node, "
                 "in wrt's order (`[grads[n] for n in wrt]`)",

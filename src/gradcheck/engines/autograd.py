@@ -1,6 +1,11 @@
 """``--engine autograd``: HIPS autograd, a functional engine (``autograd.make_vjp``), every
 op written with ``autograd.numpy`` (`NumpyApiOps`) and ``autograd.scipy``.
 
+Second order nests ``make_vjp`` (autograd differentiates any order). Forward mode is
+``autograd.make_jvp``, which is limited: autograd 1.9 defines JVPs for its NumPy but not
+for ``scipy.special.expit``, so a forward-mode case through ``sigmoid`` is unsupported
+(autograd raises NotImplementedError, and the case is skipped saying so).
+
 Install with ``pip install 'gradcheck[autograd]'``. autograd computes in the dtype of the
 NumPy arrays it is given, so every case dtype works as it is, except that NumPy has no
 bfloat16 matmul: ml_dtypes computes it in float32, and the results say so.
@@ -42,12 +47,23 @@ class AutogradEngine(NumpyApiOps):
         "minimum": "split",
         "pow": "nan",
     }
+    higher_order = True  # nested make_vjp: inside an outer trace, the gradients are boxes
 
     def vjp(
-        self, fn: Callable[..., Any], primals: Sequence[np.ndarray], cotangent: np.ndarray
-    ) -> list[np.ndarray]:
+        self,
+        fn: Callable[..., Any],
+        primals: Sequence[Any],
+        cotangent: np.ndarray,
+        create_graph: bool = False,
+    ) -> list[Any]:
         pullback, _ = autograd.make_vjp(lambda args: fn(*args))(tuple(primals))
         return list(pullback(cotangent))
+
+    def jvp(
+        self, fn: Callable[..., Any], primals: Sequence[np.ndarray], tangents: Sequence[np.ndarray]
+    ) -> Any:
+        _, tangent = autograd.make_jvp(lambda args: fn(*args))(tuple(primals))(tuple(tangents))
+        return tangent
 
     # -- what NumPy has no function for, and what autograd's NumPy cannot do ------------
     def sigmoid(self, x):

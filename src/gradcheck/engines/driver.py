@@ -63,6 +63,11 @@ class EngineRun:
     # ("numpy", "tensorflow", "torch", ...). The diagnosis reads both.
     dtype: str | None = None
     array_module: str | None = None
+    # The other checks a case asks for (`modes: [rev, fwd]`, `order: 2`), each a run of its
+    # own whose `grads` are, per input, the JVP along its tangent (`engines.forward`) or
+    # its part of the gradient of sum(grad * v) (`engines.second_order`).
+    jvp: EngineRun | None = None
+    hvp: EngineRun | None = None
 
 
 def missing_ops(engine: Any, expression: Expression, scalar_only: bool = False) -> list[str]:
@@ -75,10 +80,10 @@ def missing_ops(engine: Any, expression: Expression, scalar_only: bool = False) 
 def scalar_loss(engine: Any, output: Any, cotangent: np.ndarray) -> Any:
     """``sum(mul(output, constant(cotangent)))`` from the engine's own ops: what an engine
     that differentiates scalars only (`scalar_only = True`) is asked to differentiate."""
-    make_constant = getattr(engine, "constant", None) or _as_given
-    weights = _build_call("constant", make_constant, cotangent.copy())
-    product = _build_call("mul(output, cotangent)", engine.mul, output, weights)
-    return _build_call("sum(output * cotangent)", engine.sum, product, axis=None, keepdims=False)
+    make_constant = getattr(engine, "constant", None) or as_given
+    weights = build_call("constant", make_constant, cotangent.copy())
+    product = build_call("mul(output, cotangent)", engine.mul, output, weights)
+    return build_call("sum(output * cotangent)", engine.sum, product, axis=None, keepdims=False)
 
 
 def run_engine(
@@ -192,7 +197,7 @@ def build_expression(
     in `given` as given (a functional engine's primals)."""
     make_constant = getattr(engine, "constant", None)
     if make_constant is None and is_functional(engine):
-        make_constant = _as_given  # NumPy arrays go into its ops as they are
+        make_constant = as_given  # NumPy arrays go into its ops as they are
     built: dict[Node, Any] = dict(given or {})
     for node in expression.nodes:
         if node in built:
@@ -201,38 +206,40 @@ def build_expression(
             # A copy, so that an engine that writes into its inputs cannot change the reference's.
             value = np.array(inputs[node.name])
             if node.name in wrt or make_constant is None:
-                built[node] = _build_call("leaf", engine.leaf, node.name, value)
+                built[node] = build_call("leaf", engine.leaf, node.name, value)
             else:
-                built[node] = _build_call("constant", make_constant, value)
+                built[node] = build_call("constant", make_constant, value)
         elif node.is_literal:
             value = np.asarray(node.literal, dtype=dtype)
             if make_constant is None:  # an engine without constants gets an extra leaf
-                built[node] = _build_call("leaf", engine.leaf, f"literal{node.index}", value)
+                built[node] = build_call("leaf", engine.leaf, f"literal{node.index}", value)
             else:
-                built[node] = _build_call("constant", make_constant, value)
+                built[node] = build_call("constant", make_constant, value)
         else:
             op = node.op
             args = [built[a] for a in node.args]
             method = getattr(engine, op.name)
             call_args = [args] if op.variadic else args
             try:
-                built[node] = _build_call(node.text, method, *call_args, **node.attrs)
+                built[node] = build_call(node.text, method, *call_args, **node.attrs)
             except Unsupported as unsupported:
                 unsupported.ops = [op.name]
                 raise
     return built
 
 
-def _as_given(value: np.ndarray) -> np.ndarray:
+def as_given(value: np.ndarray) -> np.ndarray:
     return value
 
 
-def _build_call(what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def build_call(what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """`call_engine` while building: NotImplementedError means "not supported", like a missing
     method (an adapter scaffold's stubs raise it; so may an op for some attributes)."""
     try:
         return call_engine(what, fn, *args, **kwargs)
     except EngineFailure as failure:
+        if isinstance(failure.__cause__, Unsupported):  # raised building a function inside
+            raise failure.__cause__ from None
         if isinstance(failure.__cause__, NotImplementedError):
             reason = str(failure.__cause__)
             raise Unsupported(

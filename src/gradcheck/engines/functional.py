@@ -59,7 +59,7 @@ def run_functional(
     weights = cotangent if scalar_only else None
     # Made once, so that an engine that compiles `fn` (jax.jit) compiles it once per case.
     functions = [
-        _function(engine, expression, inputs, names, dtype, weights) for names, _ in groups
+        function_of(engine, expression, inputs, names, dtype, weights) for names, _ in groups
     ]
 
     def ask() -> dict[str, np.ndarray]:
@@ -77,7 +77,7 @@ def run_functional(
     return record_returned(run, returned)
 
 
-def _function(
+def function_of(
     engine: Any,
     expression: Expression,
     inputs: Mapping[str, np.ndarray],

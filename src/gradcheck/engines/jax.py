@@ -1,5 +1,6 @@
 """``--engine jax``: JAX, a functional engine (``jax.vjp``), every op written with
-``jax.numpy`` (`NumpyApiOps`) and ``jax.nn``.
+``jax.numpy`` (`NumpyApiOps`) and ``jax.nn``. Forward mode is ``jax.jvp``; second order
+nests ``jax.vjp`` (``vjp(..., create_graph=True)`` returns JAX arrays that trace).
 
 Install with ``pip install 'gradcheck[jax]'``. Importing this module switches on JAX's
 64-bit mode (``jax.config.update("jax_enable_x64", True)``): without it JAX quietly
@@ -37,16 +38,22 @@ jax.config.update("jax_enable_x64", True)  # before any array is made
 _COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _jitted_vjp(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`fn`'s VJP as one compiled program, kept while `fn` lives (gradcheck asks twice)."""
-    if fn not in _COMPILED:
+def _pullback(fn: Callable[..., Any], primals: tuple, cotangent: Any) -> Any:
+    output, vjp = jax.vjp(fn, *primals)
+    return vjp(cotangent.astype(output.dtype))
 
-        def pullback(primals: tuple, cotangent: Any) -> Any:
-            output, vjp = jax.vjp(fn, *primals)
-            return vjp(cotangent.astype(output.dtype))
 
-        _COMPILED[fn] = jax.jit(pullback)
-    return _COMPILED[fn]
+def _compiled(fn: Callable[..., Any], transform: Callable[..., Any]) -> Callable[..., Any]:
+    """`transform` of `fn` as one compiled program, kept while `fn` lives (gradcheck asks
+    twice): JAX would otherwise compile every op it runs eagerly."""
+    programs = _COMPILED.setdefault(fn, {})
+    if transform not in programs:
+        programs[transform] = jax.jit(lambda *args: transform(fn, *args))
+    return programs[transform]
+
+
+def _tangent(fn: Callable[..., Any], primals: tuple, tangents: tuple) -> Any:
+    return jax.jvp(fn, primals, tangents)[1]
 
 
 class JaxEngine(NumpyApiOps):
@@ -58,13 +65,26 @@ class JaxEngine(NumpyApiOps):
         "minimum": "split",
         "pow": "nan",
     }
+    higher_order = True
 
     def vjp(
-        self, fn: Callable[..., Any], primals: Sequence[np.ndarray], cotangent: np.ndarray
-    ) -> list[np.ndarray]:
-        # Compiled as one program: JAX would otherwise compile every op it runs eagerly.
-        grads = _jitted_vjp(fn)(tuple(jnp.asarray(p) for p in primals), jnp.asarray(cotangent))
+        self,
+        fn: Callable[..., Any],
+        primals: Sequence[Any],
+        cotangent: np.ndarray,
+        create_graph: bool = False,
+    ) -> list[Any]:
+        xs = tuple(jnp.asarray(p) for p in primals)
+        if create_graph:  # inside gradcheck's own vjp of the gradient: JAX arrays that trace
+            return list(_pullback(fn, xs, jnp.asarray(cotangent)))
+        grads = _compiled(fn, _pullback)(xs, jnp.asarray(cotangent))
         return [np.asarray(g) for g in grads]
+
+    def jvp(
+        self, fn: Callable[..., Any], primals: Sequence[np.ndarray], tangents: Sequence[np.ndarray]
+    ) -> np.ndarray:
+        xs, ts = tuple(map(jnp.asarray, primals)), tuple(map(jnp.asarray, tangents))
+        return np.asarray(_compiled(fn, _tangent)(xs, ts))
 
     def value(self, node: Any) -> np.ndarray:
         return np.asarray(node)

@@ -1,5 +1,9 @@
 """The reference: the expression built from `tf` ops under a `tf.GradientTape`.
 
+Forward mode is `tf.autodiff.ForwardAccumulator` around the expression as a function
+(``jvp(fn, primals, tangents)``); second order records under two nested tapes, so that
+the inner tape's gradient is recorded by the outer one (``grad(..., create_graph=True)``).
+
 TensorFlow is imported on first use only, so that `gradcheck --version`, `list`, `ops`
 and `schema` stay fast, and its start-up log noise is silenced before the import.
 """
@@ -100,19 +104,33 @@ def reference_label(version: str | None = None) -> str:
 
 @with_op_methods
 class TensorFlowEngine:
-    """Speaks the adapter protocol, so the reference runs through the same driver as any engine."""
+    """Speaks the adapter protocol, so the reference runs through the same driver as any
+    engine. `order` tapes record the expression: 1 for gradients, 2 for second order (the
+    outer one records what the inner one computes), 0 for forward mode alone."""
 
     name = "tensorflow"
+    higher_order = True
+    functional_jvp = True  # forward mode: jvp(fn, primals, tangents)
 
-    def __init__(self, persistent: bool = False) -> None:
+    def __init__(self, persistent: bool = False, order: int = 1) -> None:
         self.tf = load_tensorflow()
-        # Entered around each op (the driver builds op by op), exited before `grad`.
-        self.tape = self.tf.GradientTape(persistent=persistent)
+        # Entered around each op (the driver builds op by op), exited before `grad`;
+        # the innermost last.
+        self.tapes = [self.tf.GradientTape(persistent=persistent) for _ in range(order)]
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[None]:
+        """Every tape that still records, outermost first."""
+        with contextlib.ExitStack() as stack:
+            for tape in self.tapes:
+                stack.enter_context(tape)
+            yield
 
     def leaf(self, name: str, value: Any) -> Any:
         tensor = self.tf.constant(value)
-        with self.tape:
-            self.tape.watch(tensor)
+        with self.recording():
+            for tape in self.tapes:
+                tape.watch(tensor)
         return tensor
 
     def constant(self, value: Any) -> Any:
@@ -121,7 +139,7 @@ class TensorFlowEngine:
     def apply(self, op: Op, args: list[Any], attrs: dict[str, Any]) -> Any:
         if op.tf is None:  # a user op declared without a TensorFlow builder
             raise NotImplementedError(f"{op.name} declares no TensorFlow builder ({op.origin})")
-        with self.tape:
+        with self.recording():
             if op.variadic:
                 return op.tf(self.tf, args, **attrs)
             return op.tf(self.tf, *args, **attrs)
@@ -129,14 +147,28 @@ class TensorFlowEngine:
     def value(self, node: Any) -> np.ndarray:
         return node.numpy()
 
-    def grad(self, output: Any, wrt: list[Any], cotangent: Any) -> list[np.ndarray]:
-        grads = self.tape.gradient(
-            output,
-            wrt,
-            output_gradients=self.tf.constant(cotangent, dtype=output.dtype),
-            unconnected_gradients=self.tf.UnconnectedGradients.ZERO,
-        )
-        return [g.numpy() for g in grads]
+    def grad(
+        self, output: Any, wrt: list[Any], cotangent: Any, create_graph: bool = False
+    ) -> list[Any]:
+        """Arrays; with `create_graph`, tensors the outer tape recorded, and the innermost
+        tape is spent (the next `grad` differentiates what it computed)."""
+        tape = self.tapes.pop() if create_graph else self.tapes[-1]
+        with self.recording():
+            grads = tape.gradient(
+                output,
+                wrt,
+                output_gradients=self.tf.constant(cotangent, dtype=output.dtype),
+                unconnected_gradients=self.tf.UnconnectedGradients.ZERO,
+            )
+        return list(grads) if create_graph else [g.numpy() for g in grads]
+
+    def jvp(self, fn: Any, primals: list[np.ndarray], tangents: list[np.ndarray]) -> np.ndarray:
+        xs = [self.tf.constant(p) for p in primals]
+        directions = [self.tf.constant(t) for t in tangents]
+        with self.tf.autodiff.ForwardAccumulator(xs, directions) as accumulator:
+            output = fn(*xs)
+        tangent = accumulator.jvp(output, unconnected_gradients=self.tf.UnconnectedGradients.ZERO)
+        return tangent.numpy()
 
 
 class TensorFlowAdapter(TensorFlowEngine):
@@ -150,9 +182,10 @@ class TensorFlowAdapter(TensorFlowEngine):
     """
 
     def __init__(self) -> None:
-        super().__init__(persistent=True)  # gradcheck asks for the gradients twice
+        # gradcheck asks for the gradients twice; two tapes, for second-order cases.
+        super().__init__(persistent=True, order=2)
 
     def record(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        """`fn(*args, **kwargs)`, computed on the gradient tape."""
-        with self.tape:
+        """`fn(*args, **kwargs)`, computed on the gradient tapes."""
+        with self.recording():
             return fn(*args, **kwargs)

@@ -4,7 +4,9 @@ Install with ``pip install 'gradcheck[torch]'`` (on a CPU-only machine, install
 ``torch`` from PyTorch's CPU wheels first; the extra then adds nothing). Inputs become
 tensors of the case's dtype (bfloat16 through float32, as NumPy has no bfloat16 PyTorch
 reads); gradients come from ``torch.autograd.grad`` with the cotangent as
-``grad_outputs``, intermediate nodes included.
+``grad_outputs``, intermediate nodes included. Forward mode is ``torch.func.jvp`` (the
+functional form, ``functional_jvp = True``: forward-mode AD proper, not the
+double-backward trick); second order, ``torch.autograd.grad(..., create_graph=True)``.
 
 Conventions at kinks and ties (SPEC §4 and §6.1), probed on PyTorch 2.13: relu'(0) = 0
 and abs'(0) = 0, as TensorFlow; max/min reductions (``amax``/``amin``) split the gradient
@@ -68,6 +70,8 @@ def _getitem(x: torch.Tensor, index: tuple) -> torch.Tensor:
 class TorchEngine:
     name = "torch"
     conventions: ClassVar[dict[str, str]] = {"maximum": "split", "minimum": "split", "pow": "nan"}
+    higher_order = True
+    functional_jvp = True
 
     def leaf(self, name: str, value: np.ndarray) -> torch.Tensor:
         return self.constant(value).requires_grad_(True)
@@ -81,19 +85,36 @@ class TorchEngine:
         return _to_numpy(node)
 
     def grad(
-        self, output: torch.Tensor, wrt: list[torch.Tensor], cotangent: np.ndarray
-    ) -> list[np.ndarray]:
+        self,
+        output: torch.Tensor,
+        wrt: list[torch.Tensor],
+        cotangent: np.ndarray,
+        create_graph: bool = False,
+    ) -> list[Any]:
+        if not output.requires_grad:  # depends on none of wrt: zero, as TensorFlow says
+            return [torch.zeros_like(t) if create_graph else np.zeros(t.shape, _to_numpy(t).dtype)
+                    for t in wrt]  # fmt: skip
         grads = torch.autograd.grad(
             output,
             wrt,
             grad_outputs=self.constant(cotangent),
             retain_graph=True,  # gradcheck asks twice
             allow_unused=True,
+            create_graph=create_graph,  # second order: the gradients are nodes
         )
+        if create_graph:
+            return [
+                torch.zeros_like(t) if g is None else g for g, t in zip(grads, wrt, strict=True)
+            ]
         return [
             np.zeros(t.shape, _to_numpy(t).dtype) if g is None else _to_numpy(g)
             for g, t in zip(grads, wrt, strict=True)
         ]
+
+    def jvp(self, fn: Any, primals: list[np.ndarray], tangents: list[np.ndarray]) -> np.ndarray:
+        xs = tuple(self.constant(p) for p in primals)
+        _, tangent = torch.func.jvp(fn, xs, tuple(self.constant(t) for t in tangents))
+        return _to_numpy(tangent)
 
     # -- elementwise -------------------------------------------------------------------
     def add(self, a, b):

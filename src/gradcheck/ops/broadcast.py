@@ -35,7 +35,7 @@ def unbroadcast(g: np.ndarray, shape: Shape) -> np.ndarray:
     Both halves matter: the extra leading axes are summed away, and so are the
     axes where the argument had size 1 (keeping them, as size 1).
     """
-    g = np.asarray(g)
+    g = g if hasattr(g, "shape") else np.asarray(g)  # the builtin engine's tensors stay such
     if g.shape == tuple(shape):
         return g
     lead = g.ndim - len(shape)

@@ -43,5 +43,8 @@ register(
         operator="@",
         rules=("g @ np.swapaxes(b, -1, -2)", "np.swapaxes(a, -1, -2) @ g"),
         tf_rules=("tf.matmul(g, b, transpose_b=True)", "tf.matmul(a, g, transpose_a=True)"),
+        jvps=(lambda t, ans, a, b: t @ b, lambda t, ans, a, b: a @ t),
+        jvp_rules=("t @ b", "a @ t"),
+        tf_jvp_rules=("tf.matmul(t, b)", "tf.matmul(a, t)"),
     )
 )

@@ -34,6 +34,10 @@ register(Op(
     doc="exp(x) / sum(exp(x)) along axis",
     rules=("y * (g - np.sum(g * y, axis, keepdims=True))",),
     tf_rules=("y * (g - tf.reduce_sum(g * y, axis, keepdims=True))",),
+    # The Jacobian is symmetric: the JVP is the VJP's formula.
+    jvps=(lambda t, ans, x, axis: ans * (t - np.sum(t * ans, axis=axis, keepdims=True)),),
+    jvp_rules=("y * (t - np.sum(t * y, axis, keepdims=True))",),
+    tf_jvp_rules=("y * (t - tf.reduce_sum(t * y, axis, keepdims=True))",),
 ))
 register(Op(
     name="log_softmax", params=("x",), attrs={"axis": -1}, shape=_axis_shape,
@@ -43,5 +47,9 @@ register(Op(
     doc="x - logsumexp(x) along axis",
     rules=("g - np.exp(y) * np.sum(g, axis, keepdims=True)",),
     tf_rules=("g - tf.exp(y) * tf.reduce_sum(g, axis, keepdims=True)",),
+    # The Jacobian I - softmax 1^T is not symmetric: the JVP weights t, not the sum.
+    jvps=(lambda t, ans, x, axis: t - np.sum(np.exp(ans) * t, axis=axis, keepdims=True),),
+    jvp_rules=("t - np.sum(np.exp(y) * t, axis, keepdims=True)",),
+    tf_jvp_rules=("t - tf.reduce_sum(tf.exp(y) * t, axis, keepdims=True)",),
 ))
 # fmt: on

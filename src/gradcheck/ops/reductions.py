@@ -7,7 +7,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .broadcast import expand_reduced, normalize_axes, reduced_shape
-from .registry import VJP, Op, Shape, ShapeError, register
+from .registry import JVP, VJP, Op, Shape, ShapeError, register
 
 REDUCE_ATTRS = {"axis": None, "keepdims": False}
 
@@ -36,6 +36,9 @@ def reduction(
     *,
     rule: str,
     tf_rule: str,
+    jvp: JVP,
+    jvp_rule: str,
+    tf_jvp_rule: str,
     kink: str | None = None,
 ) -> Op:
     return register(
@@ -54,6 +57,9 @@ def reduction(
             kink=kink,
             rules=(rule,),
             tf_rules=(tf_rule,),
+            jvps=(lambda t, ans, x, axis, keepdims: jvp(t, ans, x, _np_axis(axis), keepdims),),
+            jvp_rules=(jvp_rule,),
+            tf_jvp_rules=(tf_jvp_rule,),
         )
     )
 
@@ -63,11 +69,16 @@ def spread(g, x, axis, keepdims):
     return np.broadcast_to(expand_reduced(g, x.shape, axis, keepdims), x.shape)
 
 
+def _ties(ans, x, axis, keepdims):
+    """Each element's share of its extremum: 1/count where it ties for it, else 0."""
+    # np.equal, not ==: on the builtin engine's tensors (create_graph) it gives a mask.
+    winners = np.equal(x, expand_reduced(ans, x.shape, axis, keepdims))
+    return winners / winners.sum(axis=_np_axis(axis), keepdims=True)
+
+
 def _extremum_vjp(g, ans, x, axis, keepdims):
     # TensorFlow splits the gradient equally among the elements that tie for the extremum.
-    winners = x == expand_reduced(ans, x.shape, axis, keepdims)
-    count = winners.sum(axis=_np_axis(axis), keepdims=True)
-    return spread(g, x, axis, keepdims) * winners / count
+    return spread(g, x, axis, keepdims) * _ties(ans, x, axis, keepdims)
 
 
 def _logsumexp(x, axis, keepdims):
@@ -84,6 +95,14 @@ _TF_TIES = (
     "m = tf.cast(x == tf.reshape(y, kept_shape), g.dtype); "
     "tf.reshape(g, kept_shape) * m / tf.reduce_sum(m, axis, keepdims=True)"
 )
+_JVP_TIES = (
+    "m = x == y.reshape(kept_shape); "
+    "np.sum(t * m / m.sum(axis, keepdims=True), axis, keepdims=keepdims)"
+)
+_TF_JVP_TIES = (
+    "m = tf.cast(x == tf.reshape(y, kept_shape), t.dtype); "
+    "tf.reduce_sum(t * m / tf.reduce_sum(m, axis, keepdims=True), axis, keepdims=keepdims)"
+)
 
 # The declarations are a table, laid out by hand: one op per block.
 # fmt: off
@@ -91,21 +110,35 @@ reduction(
     "sum", np.sum,
     lambda g, ans, x, axis, keepdims: spread(g, x, axis, keepdims),
     "reduce_sum", "sum over axis", rule=_SPREAD, tf_rule=_TF_SPREAD,
+    jvp=lambda t, ans, x, axis, keepdims: np.sum(t, axis=axis, keepdims=keepdims),
+    jvp_rule="np.sum(t, axis, keepdims=keepdims)",
+    tf_jvp_rule="tf.reduce_sum(t, axis, keepdims=keepdims)",
 )
 reduction(
     "mean", np.mean,
     lambda g, ans, x, axis, keepdims: spread(g, x, axis, keepdims) / reduced_size(x.shape, axis),
     "reduce_mean", "mean over axis", rule=f"{_SPREAD} / n", tf_rule=f"{_TF_SPREAD} / n",
+    jvp=lambda t, ans, x, axis, keepdims: np.mean(t, axis=axis, keepdims=keepdims),
+    jvp_rule="np.mean(t, axis, keepdims=keepdims)",
+    tf_jvp_rule="tf.reduce_mean(t, axis, keepdims=keepdims)",
 )
 reduction(
     "max", np.max, _extremum_vjp, "reduce_max",
     "max over axis; ties share the gradient equally", kink="tie",
     rule=_TIES, tf_rule=_TF_TIES,
+    jvp=lambda t, ans, x, axis, keepdims: np.sum(
+        t * _ties(ans, x, axis, keepdims), axis=axis, keepdims=keepdims
+    ),
+    jvp_rule=_JVP_TIES, tf_jvp_rule=_TF_JVP_TIES,
 )
 reduction(
     "min", np.min, _extremum_vjp, "reduce_min",
     "min over axis; ties share the gradient equally", kink="tie",
     rule=_TIES, tf_rule=_TF_TIES,
+    jvp=lambda t, ans, x, axis, keepdims: np.sum(
+        t * _ties(ans, x, axis, keepdims), axis=axis, keepdims=keepdims
+    ),
+    jvp_rule=_JVP_TIES, tf_jvp_rule=_TF_JVP_TIES,
 )
 reduction(
     "logsumexp", _logsumexp,
@@ -114,5 +147,10 @@ reduction(
     "reduce_logsumexp", "log(sum(exp(x))) over axis, computed stably",
     rule="g.reshape(kept_shape) * np.exp(x - y.reshape(kept_shape))",
     tf_rule="tf.reshape(g, kept_shape) * tf.exp(x - tf.reshape(y, kept_shape))",
+    jvp=lambda t, ans, x, axis, keepdims: np.sum(
+        t * np.exp(x - expand_reduced(ans, x.shape, axis, keepdims)), axis=axis, keepdims=keepdims
+    ),
+    jvp_rule="np.sum(t * np.exp(x - y.reshape(kept_shape)), axis, keepdims=keepdims)",
+    tf_jvp_rule="tf.reduce_sum(t * tf.exp(x - tf.reshape(y, kept_shape)), axis, keepdims=keepdims)",
 )
 # fmt: on

@@ -1,8 +1,8 @@
 """The op registry: the one table every other part of gradcheck reads.
 
 An op is declared once, as an `Op`: its tensor parameters and keyword attributes,
-a shape rule, a NumPy forward, one NumPy VJP per parameter and a TensorFlow
-builder. The expression parser, the shape checker, the builtin engine, the
+a shape rule, a NumPy forward, one NumPy VJP and one NumPy JVP per parameter and a
+TensorFlow builder. The expression parser, the shape checker, the builtin engine, the
 TensorFlow reference, `gradcheck ops` and the fault catalogue all look ops up here,
 so adding an op is one `register(Op(...))` call plus its tests.
 
@@ -16,14 +16,26 @@ Conventions shared by every declaration:
   parameter ``i``: ``g`` is the output's cotangent and ``ans`` the forward value.
   A VJP may return a gradient in the *broadcast* shape; the builtin engine sums it
   back to the argument's shape with `unbroadcast`, once, for every op.
+* ``jvps[i](t, ans, *args, **attrs)`` returns the Jacobian-vector product for parameter
+  ``i`` (forward mode, as autograd's ``defjvp``): ``t`` is that argument's tangent, and the
+  result is the output's tangent, or its share from ``t``. A JVP may return it in the
+  argument's shape where the output is a broadcast of it (``add``'s ``t``); the builtin
+  engine broadcasts it to the output's shape, once, for every op.
+* The VJPs are written with NumPy functions and operators only (no ``np.asarray``, no
+  item assignment): the builtin engine's ``grad(..., create_graph=True)`` runs the same
+  rules on its own tensors, which record every NumPy call as an op, so the gradient can
+  be differentiated again (`engines/tensor.py`). An op a rule needs that NumPy has no
+  function for is an `Op` called like a function (``SCATTER(g, shape=..., index=...)``):
+  on arrays it is its forward, on such a tensor a node.
 * ``tf(tf, *args, **attrs)`` builds the op from the TensorFlow module it is given,
   so that nothing here imports TensorFlow.
-* ``vjps`` and ``tf`` may be left out of a user-defined op (`gradcheck.op`, loaded with
-  ``--ops``): without VJPs the builtin engine skips the op, without a TensorFlow builder
-  only the numeric reference can judge it. ``origin`` says where a user op was declared
-  (``file:line``); it is None for the builtin ops.
-* Variadic ops (``concat``, ``stack``) take one list parameter. Their single VJP
-  receives the list and the position ``i`` of the element being differentiated.
+* ``vjps``, ``jvps`` and ``tf`` may be left out of a user-defined op (`gradcheck.op`,
+  loaded with ``--ops``): without VJPs the builtin engine skips the op (without JVPs, in
+  forward mode), without a TensorFlow builder only the numeric reference can judge it.
+  ``origin`` says where a user op was declared (``file:line``); it is None for the
+  builtin ops.
+* Variadic ops (``concat``, ``stack``) take one list parameter. Their single VJP (and
+  JVP) receives the list and the position ``i`` of the element being differentiated.
 * ``rules[i]`` and ``tf_rules[i]`` are VJP ``i`` written out as text, in NumPy and in
   TensorFlow spelling: what `gradcheck ops`, the diagnosis's fixes and the docs show.
   The names in them: ``g`` the cotangent, the parameters (``a``, ``b``, ``x``), ``y``
@@ -34,6 +46,8 @@ Conventions shared by every declaration:
   Elementwise rules give the broadcast shape, summed back by `unbroadcast` as the VJPs
   are. A text may be several ``;``-separated statements ending with an expression; the
   tests evaluate every one against its VJP, so the texts cannot drift from the code.
+* ``jvp_rules[i]`` and ``tf_jvp_rules[i]`` are JVP ``i`` as text, in the same names with
+  ``t`` the argument's tangent; tested the same way.
 * ``domain`` maps a parameter's name to the `Interval` its values are kept in when
   ``gradcheck fuzz`` generates cases: inside the op's domain and out of its steep
   regions (``log`` near 0, a denominator near 0, large exponents), where two correct
@@ -51,6 +65,7 @@ from typing import Any
 
 Shape = tuple[int, ...]
 VJP = Callable[..., Any]
+JVP = Callable[..., Any]
 
 
 class ShapeError(ValueError):
@@ -91,22 +106,37 @@ class Op:
     rules: tuple[str, ...] = ()  # each VJP as NumPy text (see the module docstring)
     tf_rules: tuple[str, ...] = ()  # ... and as TensorFlow text
     domain: Mapping[str, Interval] = field(default_factory=dict)  # parameter -> its values
+    jvps: tuple[JVP, ...] = ()  # forward mode: one per parameter, like the VJPs
+    jvp_rules: tuple[str, ...] = ()  # each JVP as NumPy text ...
+    tf_jvp_rules: tuple[str, ...] = ()  # ... and as TensorFlow text
 
     def __post_init__(self) -> None:
-        if len(self.vjps) not in (0, self.vjp_count):
-            raise TypeError(
-                f"op {self.name}: {len(self.vjps)} VJPs for {self.vjp_count} parameters"
-            )
-        for texts in (self.rules, self.tf_rules):
+        for rules, what in ((self.vjps, "VJPs"), (self.jvps, "JVPs")):
+            if len(rules) not in (0, self.vjp_count):
+                raise TypeError(
+                    f"op {self.name}: {len(rules)} {what} for {self.vjp_count} parameters"
+                )
+        for texts in (self.rules, self.tf_rules, self.jvp_rules, self.tf_jvp_rules):
             if texts and len(texts) != self.vjp_count:
                 raise TypeError(
-                    f"op {self.name}: {len(texts)} rule texts for {self.vjp_count} VJPs"
+                    f"op {self.name}: {len(texts)} rule texts for {self.vjp_count} parameters"
                 )
         unknown = sorted(set(self.domain) - set(self.params))
         if unknown:
             raise TypeError(f"op {self.name}: domain for unknown parameter {unknown[0]!r}")
         object.__setattr__(self, "attrs", MappingProxyType(dict(self.attrs)))
         object.__setattr__(self, "domain", MappingProxyType(dict(self.domain)))
+
+    def __call__(self, *args: Any, **attrs: Any) -> Any:
+        """The op applied to `args`: its NumPy forward, or, when an argument is a tensor
+        that records ops (its type has ``__gradcheck_apply__``: the builtin engine's, in
+        ``create_graph`` mode), a node of that tensor's graph. A rule that calls an op
+        this way stays differentiable (see the module docstring)."""
+        for arg in args[0] if self.variadic else args:
+            record = getattr(type(arg), "__gradcheck_apply__", None)
+            if record is not None:
+                return record(self, list(args), {**self.attrs, **attrs})
+        return self.forward(*args, **{**self.attrs, **attrs})
 
     @property
     def vjp_count(self) -> int:
@@ -119,9 +149,14 @@ class Op:
         attrs = [f"{k}={v!r}" for k, v in self.attrs.items()]
         return f"{self.name}({', '.join(params + attrs)})"
 
-    def rule(self, i: int, spelling: str = "numpy") -> str | None:
-        """VJP `i` as text, `spelling` "numpy" or "tensorflow"; None when not declared."""
-        texts = self.tf_rules if spelling == "tensorflow" else self.rules
+    def rule(self, i: int, spelling: str = "numpy", mode: str = "rev") -> str | None:
+        """VJP `i` (`mode` "fwd": JVP `i`) as text, `spelling` "numpy" or "tensorflow";
+        None when not declared."""
+        tf = spelling == "tensorflow"
+        if mode == "fwd":
+            texts = self.tf_jvp_rules if tf else self.jvp_rules
+        else:
+            texts = self.tf_rules if tf else self.rules
         return texts[0 if self.variadic else i] if texts else None
 
     def __reduce__(self) -> tuple[Any, ...]:

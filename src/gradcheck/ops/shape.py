@@ -111,11 +111,38 @@ def _getitem_shape(x: Shape, index: object = ()) -> Shape:
         ) from None
 
 
-def _getitem_vjp(g, ans, x, index):
+def _scatter(g, shape, index):
     # Basic indexing never repeats an element, so assignment is the adjoint.
-    out = np.zeros_like(x)
+    out = np.zeros(shape, g.dtype)
     out[index] = g
     return out
+
+
+# getitem's adjoint, zeros of `shape` with g at `index`, as an op: so that getitem's VJP
+# is differentiable on the builtin engine's tensors (create_graph). Not registered.
+SCATTER = Op(
+    name="scatter", params=("g",), attrs={"shape": (), "index": ()},
+    shape=lambda g, shape, index: tuple(shape), forward=_scatter,
+    vjps=(lambda w, ans, g, shape, index: w[index],),
+    jvps=(lambda t, ans, g, shape, index: SCATTER(t, shape=shape, index=index),),
+    doc="zeros of shape, with g at index",
+)  # fmt: skip
+
+
+def _getitem_vjp(g, ans, x, index):
+    return SCATTER(g, shape=x.shape, index=index)
+
+
+def _concat_jvp(t, ans, xs, i, axis):
+    return np.concatenate([t if j == i else np.zeros_like(x) for j, x in enumerate(xs)], axis)
+
+
+def _stack_jvp(t, ans, xs, i, axis):
+    return np.stack([t if j == i else np.zeros_like(x) for j, x in enumerate(xs)], axis)
+
+
+# concat's and stack's JVP texts: the tangent in its place, zeros for the other values.
+_PLACED = "[t if j == i else {0}.zeros_like(v) for j, v in enumerate(values)]"
 
 
 def format_index(index: tuple) -> str:
@@ -142,6 +169,8 @@ register(Op(
     tf=lambda tf, x, shape: tf.reshape(x, shape), tf_name="tf.reshape",
     doc="same elements, new shape (one -1 is inferred)",
     rules=("g.reshape(x.shape)",), tf_rules=("tf.reshape(g, tf.shape(x))",),
+    jvps=(lambda t, ans, x, shape: np.reshape(t, ans.shape),),
+    jvp_rules=("t.reshape(y.shape)",), tf_jvp_rules=("tf.reshape(t, tf.shape(y))",),
 ))
 register(Op(
     name="transpose", params=("x",), attrs={"perm": None}, shape=_transpose_shape,
@@ -151,6 +180,8 @@ register(Op(
     doc="permute axes; perm=None reverses all of them, like NumPy and TensorFlow",
     rules=("np.transpose(g, np.argsort(perm))",),
     tf_rules=("tf.transpose(g, tf.math.invert_permutation(perm))",),
+    jvps=(lambda t, ans, x, perm: np.transpose(t, perm),),
+    jvp_rules=("np.transpose(t, perm)",), tf_jvp_rules=("tf.transpose(t, perm)",),
 ))
 register(Op(
     name="matrix_transpose", params=("x",), shape=_matrix_transpose_shape,
@@ -159,6 +190,8 @@ register(Op(
     tf=lambda tf, x: tf.linalg.matrix_transpose(x), tf_name="tf.linalg.matrix_transpose",
     doc="swap the last two axes only",
     rules=("np.swapaxes(g, -1, -2)",), tf_rules=("tf.linalg.matrix_transpose(g)",),
+    jvps=(lambda t, ans, x: np.swapaxes(t, -1, -2),),
+    jvp_rules=("np.swapaxes(t, -1, -2)",), tf_jvp_rules=("tf.linalg.matrix_transpose(t)",),
 ))
 register(Op(
     name="expand_dims", params=("x",), attrs={"axis": 0}, shape=_expand_dims_shape,
@@ -167,6 +200,8 @@ register(Op(
     tf=lambda tf, x, axis: tf.expand_dims(x, axis), tf_name="tf.expand_dims",
     doc="insert a size-1 axis at axis",
     rules=("g.reshape(x.shape)",), tf_rules=("tf.reshape(g, tf.shape(x))",),
+    jvps=(lambda t, ans, x, axis: np.reshape(t, ans.shape),),
+    jvp_rules=("t.reshape(y.shape)",), tf_jvp_rules=("tf.reshape(t, tf.shape(y))",),
 ))
 register(Op(
     name="squeeze", params=("x",), attrs={"axis": None}, shape=_squeeze_shape,
@@ -175,6 +210,8 @@ register(Op(
     tf=lambda tf, x, axis: tf.squeeze(x, axis), tf_name="tf.squeeze",
     doc="remove size-1 axes (all of them when axis=None)",
     rules=("g.reshape(x.shape)",), tf_rules=("tf.reshape(g, tf.shape(x))",),
+    jvps=(lambda t, ans, x, axis: np.reshape(t, ans.shape),),
+    jvp_rules=("t.reshape(y.shape)",), tf_jvp_rules=("tf.reshape(t, tf.shape(y))",),
 ))
 register(Op(
     name="broadcast_to", params=("x",), attrs={"shape": None}, shape=_broadcast_to_shape,
@@ -184,6 +221,8 @@ register(Op(
     doc="broadcast x to shape",
     rules=("np.sum(g, summed_axes).reshape(x.shape)",),
     tf_rules=("tf.reshape(tf.reduce_sum(g, summed_axes), tf.shape(x))",),
+    jvps=(lambda t, ans, x, shape: np.broadcast_to(t, shape),),
+    jvp_rules=("np.broadcast_to(t, shape)",), tf_jvp_rules=("tf.broadcast_to(t, shape)",),
 ))
 register(Op(
     name="concat", params=("values",), attrs={"axis": 0}, shape=_concat_shape, variadic=True,
@@ -192,6 +231,9 @@ register(Op(
     tf=lambda tf, xs, axis: tf.concat(xs, axis), tf_name="tf.concat",
     doc="join along an existing axis",
     rules=("np.split(g, offsets, axis)[i]",), tf_rules=("tf.split(g, sizes, axis)[i]",),
+    jvps=(_concat_jvp,),
+    jvp_rules=(f"np.concatenate({_PLACED.format('np')}, axis)",),
+    tf_jvp_rules=(f"tf.concat({_PLACED.format('tf')}, axis)",),
 ))
 register(Op(
     name="stack", params=("values",), attrs={"axis": 0}, shape=_stack_shape, variadic=True,
@@ -200,6 +242,9 @@ register(Op(
     tf=lambda tf, xs, axis: tf.stack(xs, axis), tf_name="tf.stack",
     doc="join along a new axis",
     rules=("np.take(g, i, axis)",), tf_rules=("tf.unstack(g, axis=axis)[i]",),
+    jvps=(_stack_jvp,),
+    jvp_rules=(f"np.stack({_PLACED.format('np')}, axis)",),
+    tf_jvp_rules=(f"tf.stack({_PLACED.format('tf')}, axis)",),
 ))
 register(Op(
     name="getitem", params=("x",), attrs={"index": ()}, shape=_getitem_shape,
@@ -209,5 +254,7 @@ register(Op(
     doc="basic indexing x[...]: ints, slices, None and ...",
     rules=("z = np.zeros_like(x); z[index] = g; z",),
     tf_rules=("tf.Variable(tf.zeros_like(x))[index].assign(g)",),
+    jvps=(lambda t, ans, x, index: t[index],),
+    jvp_rules=("t[index]",), tf_jvp_rules=("t[index]",),
 ))
 # fmt: on

@@ -8,6 +8,9 @@ An ops file is plain Python, trusted like a conftest.py, that declares ops::
     @gradcheck.op(
         shape=gradcheck.same_shape,
         vjps=[lambda g, ans, x: g * -np.expm1(-ans)],   # softplus' = sigmoid = 1 - e**-ans
+        rules=["g * (1 - np.exp(-y))"],
+        jvps=[lambda t, ans, x: t * -np.expm1(-ans)],
+        jvp_rules=["t * (1 - np.exp(-y))"],
         tf=lambda tf, x: tf.math.softplus(x),
     )
     def softplus(x):
@@ -17,12 +20,16 @@ An ops file is plain Python, trusted like a conftest.py, that declares ops::
 The decorated function is the NumPy forward: its positional parameters are the op's
 tensor parameters, its keyword-only parameters (with defaults) the attributes, its
 docstring the op's `doc`. `shape` is required; `vjps` (one per parameter, in the
-builtin engine's ``vjp(g, ans, *args, **attrs)`` form) and `tf` (``tf(tf, *args,
-**attrs)``) are optional: without VJPs the builtin engine skips the op, without a
-TensorFlow builder only ``--reference numeric`` judges it. `domain` maps a parameter
-to the `gradcheck.Interval` that ``gradcheck fuzz`` keeps its values in (as the builtin
-ops declare: ``{"x": gradcheck.Interval(low=0.1)}``). `register_op(Op(...))` is the
-long form, field for field what the builtin ops declare.
+builtin engine's ``vjp(g, ans, *args, **attrs)`` form), `jvps` (forward mode, ``jvp(t,
+ans, *args, **attrs)``) and `tf` (``tf(tf, *args, **attrs)``) are optional: without
+VJPs the builtin engine skips the op (without JVPs, in forward mode), without a
+TensorFlow builder only ``--reference numeric`` judges it. `rules` and `jvp_rules` are
+the VJPs and JVPs as text, one per parameter (`tf_rules`, `tf_jvp_rules` in TensorFlow
+spelling, the NumPy text when left out): the diagnosis's fixes state them, as they
+state the builtin ops' (`ops.registry` names the variables a text may use). `domain`
+maps a parameter to the `gradcheck.Interval` that ``gradcheck fuzz`` keeps its values in
+(as the builtin ops declare: ``{"x": gradcheck.Interval(low=0.1)}``).
+`register_op(Op(...))` is the long form, field for field what the builtin ops declare.
 
 `load_ops_files` imports such files, once per process whatever it is asked (so a
 config file, the command line and a worker process's initializer may all call it).
@@ -43,14 +50,16 @@ from typing import Any
 
 from ..errors import UsageError
 from . import registry
-from .registry import VJP, Interval, Op, Shape
+from .registry import JVP, VJP, Interval, Op, Shape
 
 # Names the engine protocol, the builtin engine or the TensorFlow engine use for something
 # else than an op: an op method of that name would be shadowed by them, or shadow them.
 RESERVED = frozenset(
-    {"leaf", "constant", "value", "grad", "vjp", "name", "conventions", "scalar_only"}
+    {"leaf", "constant", "value", "grad", "vjp", "jvp", "name", "conventions", "scalar_only"}
+    | {"higher_order", "functional_jvp"}
     | {"apply", "backward", "vjp_rule", "reduce_to_shape", "accumulate", "topological_order"}
-    | {"tf", "tape", "record"}
+    | {"tangent", "jvp_rule", "broadcast_tangent"}
+    | {"tf", "tapes", "recording", "record"}
 )
 
 _LOADED: dict[Path, list[Op]] = {}  # resolved path -> the ops it declared
@@ -75,6 +84,11 @@ def op(
     doc: str | None = None,
     variadic: bool = False,
     domain: Mapping[str, Interval] | None = None,
+    rules: Sequence[str] = (),
+    tf_rules: Sequence[str] = (),
+    jvps: Sequence[JVP] = (),
+    jvp_rules: Sequence[str] = (),
+    tf_jvp_rules: Sequence[str] = (),
 ) -> Callable[[Callable[..., Any]], Op]:
     """Declare the decorated NumPy forward as an op; the decorator returns the `Op`."""
     origin = _origin(sys._getframe(1))
@@ -95,6 +109,11 @@ def op(
             doc=doc if doc is not None else inspect.getdoc(forward) or "",
             variadic=variadic,
             domain=dict(domain or {}),
+            rules=rules,
+            tf_rules=tf_rules,
+            jvps=tuple(jvps),
+            jvp_rules=jvp_rules,
+            tf_jvp_rules=tf_jvp_rules,
         )
         return _register(declared)
 
@@ -203,26 +222,53 @@ def _build(origin: str, **fields: Any) -> Op:
             "unary) or gradcheck.broadcast_shapes (elementwise, broadcasting), or a function "
             "of the argument shapes (and attributes) returning the output's shape"
         )
-    vjps = tuple(fields["vjps"])
+    vjps, jvps = tuple(fields["vjps"]), tuple(fields.get("jvps", ()))
     expected = 1 if variadic else len(params)
-    if len(vjps) not in (0, expected):
-        listed = ", ".join(params)
-        raise OpDeclarationError(
-            f"{where}: {len(vjps)} VJP(s) for {expected} parameter(s) ({listed}): give one "
-            "per parameter, in order, or none (then the builtin engine skips the op)"
-        )
+    listed = ", ".join(params)
+    for what, given in (("VJP", vjps), ("JVP", jvps)):
+        if len(given) not in (0, expected):
+            raise OpDeclarationError(
+                f"{where}: {len(given)} {what}(s) for {expected} parameter(s) ({listed}): give "
+                "one per parameter, in order, or none (then the builtin engine skips the op"
+                + (" in forward mode)" if what == "JVP" else ")")
+            )
+    texts = _rule_texts(where, fields, expected, listed)
     args = ("xs", "i") if variadic else params
     _check_call(where, "shape", fields["shape"], ("shapes",) if variadic else params, attrs)
     _check_call(where, "forward", fields["forward"], params, attrs)
     for i, vjp in enumerate(vjps):
         _check_call(where, f"vjps[{i}]", vjp, ("g", "ans", *args), attrs)
+    for i, jvp in enumerate(jvps):
+        _check_call(where, f"jvps[{i}]", jvp, ("t", "ans", *args), attrs)
     if fields["tf"] is not None:
         _check_call(where, "tf", fields["tf"], ("tf", *params), attrs)
     tf_name = fields["tf_name"] or ("user builder" if fields["tf"] is not None else None)
     try:
-        return Op(**{**fields, "vjps": vjps, "tf_name": tf_name, "origin": origin})
+        return Op(
+            **{**fields, **texts, "vjps": vjps, "jvps": jvps, "tf_name": tf_name, "origin": origin}
+        )
     except (TypeError, ValueError) as e:
         raise OpDeclarationError(f"{where}: {e}") from None
+
+
+def _rule_texts(where: str, fields: dict[str, Any], expected: int, listed: str) -> dict:
+    """The rule texts, checked: strings, one per parameter; a TensorFlow spelling left out
+    is the NumPy one (as the builtin declarations write it only where it differs)."""
+    texts = {}
+    for key, numpy_key in (
+        ("rules", None), ("tf_rules", "rules"), ("jvp_rules", None), ("tf_jvp_rules", "jvp_rules"),
+    ):  # fmt: skip
+        given = fields.get(key) or ()
+        if isinstance(given, str) or not all(isinstance(t, str) and t.strip() for t in given):
+            raise OpDeclarationError(
+                f"{where}: {key} must be a list of rule texts (strings), one per parameter"
+            )
+        if given and len(given) != expected:
+            raise OpDeclarationError(
+                f"{where}: {len(given)} text(s) in {key} for {expected} parameter(s) ({listed})"
+            )
+        texts[key] = tuple(given) or (texts[numpy_key] if numpy_key else ())
+    return texts
 
 
 def _check_name(where: str, name: str) -> None:

@@ -48,7 +48,8 @@ def layered(args: list[list[int]], widths: list[float]) -> Layout:
     rows = _order(rows, up, down)
     x = _coordinates(rows, width, up, down)
     left = min((x[v] - width[v] / 2 for row in rows for v in row), default=0.0)
-    x = [value - left for value in x]
+    # Rounded to a millionth of a unit: the leftmost node's edge is then 0, not -1e-14.
+    x = [round(value - left, 6) for value in x]
     vertex_layer = {v: r for r, row in enumerate(rows) for v in row}
     return Layout(
         x=x[: len(args)],

@@ -220,10 +220,10 @@ def _hint_blocks(case: CaseResult) -> str:
     if others:
         out.append(f"<h3>Other explanations</h3>{_hint_list(others)}")
     folded = [*case.hints, *top.also]
-    for result in case.inputs:
+    for name, result in case.labelled_inputs():
         extra = [hint for hint in result.hints if hint not in folded]
         if extra:
-            out.append(f"<h3>Input {text(result.name)}</h3>{_hint_list(extra)}")
+            out.append(f"<h3>Input {text(name)}</h3>{_hint_list(extra)}")
     return "".join(out)
 
 
@@ -245,7 +245,7 @@ def _hint_list(hints: list[Hint]) -> str:
 def _rows(case: CaseResult) -> list[tuple[str, Comparison]]:
     """What was compared, the forward value first when it failed (it makes the rest suspect)."""
     rows = [("(forward)", case.forward)] if case.forward and not case.forward.passed else []
-    return rows + [(i.name, i.comparison) for i in case.inputs]
+    return rows + [(name, i.comparison) for name, i in case.labelled_inputs()]
 
 
 def _comparison_table(case: CaseResult) -> str:

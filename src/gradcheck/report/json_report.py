@@ -58,22 +58,37 @@ def _case(case: CaseResult, verbose: bool) -> dict[str, Any]:
         "engine_dtype": case.engine_dtype,
         "forward": _comparison(case.forward, verbose) if case.forward else None,
         "inputs": [_input(result, verbose) for result in case.inputs],
+        "modes": list(case.modes),
+        "order": case.order,
         "nodes": [_node(node) for node in case.nodes],
         "hints": [hint.to_dict() for hint in case.hints],
         "captured": case.captured,
         "duration_s": round(case.duration_s, 3),
     }
+    if case.jvp:
+        out["jvp"] = {"inputs": [_input(result, verbose) for result in case.jvp]}
+    if case.hvp:
+        out["hvp"] = {"inputs": [_input(result, verbose) for result in case.hvp]}
     if case.status == "error":
         out["traceback"] = case.traceback
     return out
 
 
 def _input(result: InputResult, verbose: bool) -> dict[str, Any]:
-    return {
+    out = {
         "name": result.name,
         **_comparison(result.comparison, verbose),
         "hints": [hint.to_dict() for hint in result.hints],
     }
+    if result.consistency is not None:
+        c = result.consistency
+        out["consistency"] = {
+            "status": c.status,
+            "vjp_dot": c.vjp_dot,
+            "jvp_dot": c.jvp_dot,
+            "bound": c.bound,
+        }
+    return out
 
 
 def _comparison(comparison: Comparison, verbose: bool) -> dict[str, Any]:
@@ -94,7 +109,13 @@ def _comparison(comparison: Comparison, verbose: bool) -> dict[str, Any]:
 
 
 def _node(node: NodeResult) -> dict[str, Any]:
-    return {"node": node.node, "op": node.op, "status": node.status, "args": list(node.args)}
+    return {
+        "node": node.node,
+        "op": node.op,
+        "status": node.status,
+        "args": list(node.args),
+        "check": node.check,
+    }
 
 
 def _jsonable(value: Any) -> Any:

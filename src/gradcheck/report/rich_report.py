@@ -268,10 +268,25 @@ def _comparisons(case: CaseResult, verbose: bool, width: int) -> Iterator[Render
     # A wrong forward value makes every gradient suspect, so it leads the table.
     if case.forward is not None and (verbose or not case.forward.passed):
         rows.append(("(forward)", case.forward))
-    rows += [(i.name, i.comparison) for i in case.inputs if verbose or not i.comparison.passed]
-    if not rows:
+    rows += [
+        (name, i.comparison)
+        for name, i in case.labelled_inputs()
+        if verbose or not i.comparison.passed
+    ]
+    inconsistent = [
+        (i.name, i.consistency)
+        for i in case.jvp
+        if i.consistency is not None and (verbose or not i.consistency.passed)
+    ]
+    if not rows and not inconsistent:
         return
-    yield _indented(_comparison_table(rows))
+    if rows:
+        yield _indented(_comparison_table(rows))
+    for name, c in inconsistent:
+        line = Text(f"{name}: forward vs reverse mode: <vjp(u), t> = {c.vjp_dot:.6g}, ")
+        line.append(f"<u, jvp(t)> = {c.jvp_dot:.6g} (bound {c.bound:.2g}) ")
+        line.append(c.status, style=STATUS_STYLE[c.status])
+        yield _indented(line)
     for name, comparison in rows:
         if verbose or (not comparison.passed and comparison.size <= FAILING_ARRAY_LIMIT):
             yield _indented(_arrays(name, comparison, width - INDENT))
@@ -361,6 +376,8 @@ def _nodes(case: CaseResult) -> RenderableType:
         lines.append("\n  ")
         lines.append(f"{node.status:<7}", style=STATUS_STYLE.get(node.status, ""))
         lines.append(f" {printable(node.node)}")
+        if node.check != "vjp":
+            lines.append(f"  [{node.check}]", style="dim")
         if node.args:
             lines.append(f"  (args {', '.join(map(str, node.args))})", style="dim")
     return _indented(lines)
@@ -381,11 +398,11 @@ def _hint_blocks(case: CaseResult, cause: str | None = None) -> Iterator[Rendera
         if others:
             yield _indented(_compact_hints("other explanations", others))
     shown = [*case.hints, *(h for top in case.hints for h in top.also)]
-    for result in case.inputs:
+    for name, result in case.labelled_inputs():
         extra = [hint for hint in result.hints if not any(hint is h for h in shown)]
         extra = [hint for hint in extra if hint not in shown]
         if extra:
-            yield _indented(_compact_hints(f"input {result.name}", extra))
+            yield _indented(_compact_hints(f"input {name}", extra))
 
 
 def _top_hint(hint: Hint, cause: str | None = None) -> Table:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +46,7 @@ class Ticket:
     case: Case
     ask_twice: bool
     timeout: float
+    checks: tuple[str, ...] = ("vjp",)  # `modes.checks`: the gradients, JVPs, second order
     outcome: EngineOutcome | None = None
     worker: Any = None
 
@@ -62,12 +63,16 @@ class InProcess:
     def warm(self) -> None:
         pass
 
-    def start(self, case: Case, ask_twice: bool, timeout: float) -> Ticket:
-        return Ticket(case, ask_twice, timeout)
+    def start(
+        self, case: Case, ask_twice: bool, timeout: float, checks: Sequence[str] = ("vjp",)
+    ) -> Ticket:
+        return Ticket(case, ask_twice, timeout, tuple(checks))
 
     def outcome(self, ticket: Ticket) -> tuple[EngineOutcome, str]:
         with self._step() as output:
-            ticket.outcome = engine_step(ticket.case, self.factory, ask_twice=ticket.ask_twice)
+            ticket.outcome = engine_step(
+                ticket.case, self.factory, ask_twice=ticket.ask_twice, checks=ticket.checks
+            )
         return ticket.outcome, output.take()
 
     def diagnose(
@@ -77,13 +82,16 @@ class InProcess:
         result: CaseResult,
         stale: list[str],
         known: Known,
+        reverse: bool = True,
+        modes: Sequence[str] = (),
     ) -> tuple[list[str], str]:
         outcome = ticket.outcome
         assert outcome is not None
         with self._step() as output:
             notes = diagnosis_step(
-                ticket.case, reference, outcome, result, self.factory, stale, known
-            )
+                ticket.case, reference, outcome, result, self.factory, stale, known,
+                reverse, modes,
+            )  # fmt: skip
         return notes, output.take()
 
     def release(self, ticket: Ticket) -> None:
@@ -120,11 +128,14 @@ class Isolated:
     def warm(self) -> None:
         self.pool.start()
 
-    def start(self, case: Case, ask_twice: bool, timeout: float) -> Ticket:
-        ticket = Ticket(case, ask_twice, timeout)
+    def start(
+        self, case: Case, ask_twice: bool, timeout: float, checks: Sequence[str] = ("vjp",)
+    ) -> Ticket:
+        ticket = Ticket(case, ask_twice, timeout, tuple(checks))
         if case.elements < SEND_DRAWN_ELEMENTS:
             case.inputs  # noqa: B018  (drawn here, for the reference, and sent as they are)
-        ticket.worker = self.pool.submit(RunCase(case, ask_twice, os.getcwd()), timeout)
+        message = RunCase(case, ask_twice, os.getcwd(), ticket.checks)
+        ticket.worker = self.pool.submit(message, timeout)
         return ticket
 
     def outcome(self, ticket: Ticket) -> tuple[EngineOutcome, str]:
@@ -141,8 +152,10 @@ class Isolated:
         result: CaseResult,
         stale: list[str],
         known: Known,
+        reverse: bool = True,
+        modes: Sequence[str] = (),
     ) -> tuple[list[str], str]:
-        message = Diagnose(reference, result, stale, known, os.getcwd())
+        message = Diagnose(reference, result, stale, known, os.getcwd(), reverse, list(modes))
         worker = self.pool.resubmit(ticket.worker, message, ticket.timeout)
         reply, output = self.pool.wait(worker)
         if not _is_diagnosis(reply):
@@ -172,8 +185,14 @@ def _texts(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
-def _is_outcome(reply: Any, case: Case) -> bool:
+def _is_outcome(reply: Any, case: Case, extra: bool = True) -> bool:
+    """An `EngineOutcome` of plain parts; its `checks` (`extra`) outcomes of `jvp`, `hvp`."""
     if not isinstance(reply, EngineOutcome):
+        return False
+    checks = reply.checks
+    if not isinstance(checks, dict) or (checks and not extra):
+        return False
+    if not all(k in ("jvp", "hvp") and _is_outcome(v, case, False) for k, v in checks.items()):
         return False
     if not all(
         v is None or isinstance(v, str) for v in (reply.unsupported, reply.error, reply.traceback)
@@ -208,17 +227,18 @@ def _is_diagnosis(reply: Any) -> bool:
     if not (isinstance(reply, Diagnosed) and isinstance(reply.result, CaseResult)):
         return False
     result = reply.result
+    items = [result.inputs, result.jvp, result.hvp]  # each input's results, by check
     lists = [
         result.hints,
         result.nodes,
-        result.inputs,
-        *(getattr(i, "hints", 0) for i in result.inputs),
+        *items,
+        *(getattr(i, "hints", 0) for each in items if isinstance(each, list) for i in each),
     ]
     if not all(isinstance(v, list) for v in lists) or not all(
-        isinstance(i, InputResult) for i in result.inputs
+        isinstance(i, InputResult) for each in items for i in each
     ):
         return False
-    hints = [*result.hints, *(h for i in result.inputs for h in i.hints)]
+    hints = [*result.hints, *(h for each in items for i in each for h in i.hints)]
     return (
         _texts(reply.notes)
         and all(_plain_fields(h, Hint) for h in hints)

@@ -45,6 +45,7 @@ class RunCase:
     case: Case
     ask_twice: bool
     cwd: str  # the run's working directory, restored before the case
+    checks: tuple[str, ...] = ("vjp",)  # what to run: gradients, JVPs, second order (`modes`)
 
 
 @dataclass
@@ -56,6 +57,8 @@ class Diagnose:
     stale: list[str] = field(default_factory=list)
     known: Known = field(default_factory=Known)
     cwd: str = ""
+    reverse: bool = True  # reverse mode's failure, to explain ...
+    modes: list[str] = field(default_factory=list)  # ... and those of `jvp`, `hvp`
 
 
 @dataclass

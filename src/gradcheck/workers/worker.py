@@ -119,7 +119,9 @@ def _serve(
             phase.stage = ""
             phase.set("starting the case")
             try:
-                outcome = engine_step(message.case, factory, ask_twice=message.ask_twice)
+                outcome = engine_step(
+                    message.case, factory, ask_twice=message.ask_twice, checks=message.checks
+                )
             except BaseException as e:  # KeyboardInterrupt from an engine's thread, say
                 outcome = EngineOutcome(error=f"the engine raised {describe(e)}")
             _flush()
@@ -139,6 +141,8 @@ def _serve(
                     factory,
                     message.stale,
                     message.known,
+                    message.reverse,
+                    message.modes,
                 )
             except BaseException as e:
                 notes = [f"diagnosis stopped: {describe(e)}"]

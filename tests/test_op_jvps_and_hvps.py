@@ -1,0 +1,110 @@
+"""Every registered op in forward mode and at second order, on `test_ops`'s table of cases.
+
+* Each JVP (broadcast to the output's shape, as the builtin engine does) against
+  TensorFlow's `tf.autodiff.ForwardAccumulator` and against central finite differences
+  of the NumPy forward along the tangent.
+* The builtin engine's second order (its VJPs run on its own Tensors with
+  ``create_graph=True``, then differentiated again: a Hessian-vector product) against
+  TensorFlow's nested `GradientTape`s and against central finite differences of the
+  registry's first-order VJPs along the direction.
+
+Everything in float64; tangents, cotangents and directions are random normal.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from gradcheck.engines.builtin import BuiltinEngine
+from gradcheck.ops import Op
+from test_ops import FD_STEP, FD_TOL, PARAMS, TF_TOL, Case, _args, op_forward, op_vjp
+
+ZERO = tf.UnconnectedGradients.ZERO
+
+
+def call_tf(op: Op, xs: list, attrs: dict):
+    return op.tf(tf, xs, **attrs) if op.variadic else op.tf(tf, *xs, **attrs)
+
+
+def op_jvp(op: Op, i: int, t: np.ndarray, ans: np.ndarray, args, attrs) -> np.ndarray:
+    """Argument i's share of the output's tangent, in the output's shape."""
+    if op.variadic:
+        raw = op.jvps[0](t, ans, list(args), i, **attrs)
+    else:
+        raw = op.jvps[i](t, ans, *args, **attrs)
+    return np.broadcast_to(np.asarray(raw), ans.shape)
+
+
+@pytest.mark.parametrize("case", PARAMS)
+def test_each_jvp_matches_the_forward_accumulator_and_finite_differences(case: Case) -> None:
+    op, attrs, args, rng = _args(case)
+    ans = op_forward(op, args, attrs)
+    for i, arg in enumerate(args):
+        t = rng.standard_normal(arg.shape)
+        got = op_jvp(op, i, t, ans, args, attrs)
+        xs = [tf.constant(a, dtype=tf.float64) for a in args]
+        with tf.autodiff.ForwardAccumulator(xs[i], tf.constant(t, dtype=tf.float64)) as acc:
+            out = call_tf(op, xs, attrs)
+        np.testing.assert_allclose(got, acc.jvp(out, unconnected_gradients=ZERO), **TF_TOL)
+        plus, minus = list(args), list(args)
+        plus[i], minus[i] = arg + FD_STEP * t, arg - FD_STEP * t
+        fd = (op_forward(op, plus, attrs) - op_forward(op, minus, attrs)) / (2 * FD_STEP)
+        np.testing.assert_allclose(got, fd, **FD_TOL)
+
+
+def builtin_hvp(op: Op, args, attrs, cotangent, directions) -> list[np.ndarray]:
+    """The builtin engine's gradient of sum(grad * v), its first-order gradients built as
+    Tensors (create_graph)."""
+    engine = BuiltinEngine()
+    leaves = [engine.leaf(f"a{i}", a) for i, a in enumerate(args)]
+    out = engine.apply(op, leaves, attrs)
+    grads = engine.grad(out, leaves, cotangent, create_graph=True)
+    terms = [engine.mul(g, engine.constant(v)) for g, v in zip(grads, directions, strict=True)]
+    loss = engine.sum(terms[0], **SUM)
+    for term in terms[1:]:
+        loss = engine.add(loss, engine.sum(term, **SUM))
+    return engine.grad(loss, leaves, 1.0)
+
+
+SUM = {"axis": None, "keepdims": False}
+
+
+def tf_hvp(op: Op, args, attrs, cotangent, directions) -> list[np.ndarray]:
+    xs = [tf.constant(a, dtype=tf.float64) for a in args]
+    with tf.GradientTape() as outer:
+        outer.watch(xs)
+        with tf.GradientTape() as inner:
+            inner.watch(xs)
+            out = call_tf(op, xs, attrs)
+        grads = inner.gradient(
+            out, xs, output_gradients=tf.constant(cotangent), unconnected_gradients=ZERO
+        )
+        loss = tf.add_n([tf.reduce_sum(g * v) for g, v in zip(grads, directions, strict=True)])
+    return [g.numpy() for g in outer.gradient(loss, xs, unconnected_gradients=ZERO)]
+
+
+def fd_hvp(op: Op, args, attrs, cotangent, directions) -> list[np.ndarray]:
+    """d/dh of the registry's first-order VJPs at args + h * directions."""
+
+    def vjps(h: float) -> list[np.ndarray]:
+        moved = [a + h * v for a, v in zip(args, directions, strict=True)]
+        ans = op_forward(op, moved, attrs)
+        return [op_vjp(op, i, cotangent, ans, moved, attrs) for i in range(len(args))]
+
+    plus, minus = vjps(FD_STEP), vjps(-FD_STEP)
+    return [(p - m) / (2 * FD_STEP) for p, m in zip(plus, minus, strict=True)]
+
+
+@pytest.mark.parametrize("case", PARAMS)
+def test_the_builtin_second_order_matches_nested_tapes_and_finite_differences(case: Case) -> None:
+    op, attrs, args, rng = _args(case)
+    ans = op_forward(op, args, attrs)
+    cotangent = rng.standard_normal(ans.shape)
+    directions = [rng.standard_normal(a.shape) for a in args]
+    got = builtin_hvp(op, args, attrs, cotangent, directions)
+    for mine, theirs in zip(got, tf_hvp(op, args, attrs, cotangent, directions), strict=True):
+        np.testing.assert_allclose(mine, theirs, **TF_TOL)
+    for mine, fd in zip(got, fd_hvp(op, args, attrs, cotangent, directions), strict=True):
+        np.testing.assert_allclose(mine, fd, **FD_TOL)
