@@ -241,34 +241,22 @@ def diagnosis_step(
     that failed."""
     notes = []
     if reverse:
-        notes += _diagnose_reverse(case, reference, outcome, result, factory, stale, known)
+        evidence = Evidence(
+            case,
+            reference,
+            outcome.run,
+            result,
+            factory,
+            stale,
+            failure=outcome.failure,
+            conventions=declared_conventions(factory),
+            known=list(known.causes),
+            brief=known.brief,
+        )
+        notes += diagnose(evidence)
     for check in modes:
         notes += diagnose_mode(case, factory, reference, result, check, outcome.checks[check])
     return notes
-
-
-def _diagnose_reverse(
-    case: Case,
-    reference: EngineRun,
-    outcome: EngineOutcome,
-    result: CaseResult,
-    factory: EngineFactory,
-    stale: list[str],
-    known: Known,
-) -> list[str]:
-    evidence = Evidence(
-        case,
-        reference,
-        outcome.run,
-        result,
-        factory,
-        stale,
-        failure=outcome.failure,
-        conventions=declared_conventions(factory),
-        known=list(known.causes),
-        brief=known.brief,
-    )
-    return diagnose(evidence)
 
 
 def adopt_diagnosis(result: CaseResult, diagnosed: CaseResult) -> None:
