@@ -50,7 +50,7 @@ def fresh_modules(tmp_path):
 
 @pytest.mark.parametrize("isolate", ["process", "none"])
 def test_a_two_file_engine_imports_its_sibling(tmp_path, monkeypatch, fresh_modules, isolate):
-    engine = two_file_engine(tmp_path / "engine", module=f"nodes_{isolate}")
+    two_file_engine(tmp_path / "engine", module=f"nodes_{isolate}")
     monkeypatch.chdir(tmp_path)  # not the engine's folder: only --engine's path leads there
     result = CliRunner().invoke(
         app,
@@ -60,7 +60,8 @@ def test_a_two_file_engine_imports_its_sibling(tmp_path, monkeypatch, fresh_modu
     assert result.exit_code == 0, result.output
     assert '"passed": 1' in result.stdout and '"engine": "tiny"' in result.stdout
     if isolate == "none":
-        assert sys.modules[f"nodes_{isolate}"].__file__ == str(tmp_path / "engine" / "nodes_none.py")
+        sibling = sys.modules["nodes_none"].__file__
+        assert sibling == str(tmp_path / "engine" / "nodes_none.py")
 
 
 def test_the_files_folder_is_first_while_importing_then_last(tmp_path, fresh_modules):
@@ -77,7 +78,7 @@ def test_the_files_folder_is_first_while_importing_then_last(tmp_path, fresh_mod
     try:
         factory = load_engine(str(engine))
         module = sys.modules[factory.__module__]
-        assert module.FIRST == str(tmp_path)
+        assert str(tmp_path) == module.FIRST
         assert module.json.SIBLING
     finally:
         sys.modules["json"] = saved_json

@@ -91,4 +91,3 @@ def engine_spec(factory: EngineFactory) -> str | None:
 
 def _is_path(target: str) -> bool:
     return target.endswith(".py") or "/" in target or "\\" in target
-
