@@ -6,6 +6,7 @@ import inspect
 import sys
 from pathlib import Path
 
+from ..config import is_file_spec
 from ..errors import UsageError
 from ..modules import import_file, import_module
 from ..ops.conventions import check_declared
@@ -38,7 +39,7 @@ def load_engine(spec: str) -> EngineFactory:
     class_name = class_name or DEFAULT_CLASS
     module = (
         import_file(Path(target), "--engine", prefix=_FILE_PREFIX)
-        if _is_path(target)
+        if is_file_spec(target)
         else import_module(target, "--engine")
     )
     engine = getattr(module, class_name, None)
@@ -87,7 +88,3 @@ def engine_spec(factory: EngineFactory) -> str | None:
     if factory.__module__ in ("__main__", "__mp_main__") or module is None:
         return None
     return f"{factory.__module__}:{factory.__qualname__}"
-
-
-def _is_path(target: str) -> bool:
-    return target.endswith(".py") or "/" in target or "\\" in target
