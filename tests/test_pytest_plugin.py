@@ -192,7 +192,9 @@ def test_outcomes_report_and_junit(project: pytest.Pytester) -> None:
     # Short summary: the headline for the failure, the case's own line for the skip.
     result.stdout.fnmatch_lines([f"FAILED {SEED} - fault:matmul.*"])
     assert "SKIPPED [1] cases/mini.yaml:9: unsupported: engine has no method for exp" in out
-    result.stdout.fnmatch_lines(["gradcheck: engine seed_engine.py (from --gradcheck-engine), case files under cases"])
+    result.stdout.fnmatch_lines(
+        ["gradcheck: engine seed_engine.py (from --gradcheck-engine), case files under cases"]
+    )
 
     suite = ET.parse(project.path / "report.xml").getroot().find("testsuite")
     assert suite is not None

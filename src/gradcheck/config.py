@@ -154,7 +154,7 @@ def config_layer(start: Path | None = None) -> Layer | None:
             path = here / name
             values = _read(path)
             if values is not None:
-                shown = _shown(path)
+                shown = os.path.relpath(path)  # `../pyproject.toml` in reports
                 return Layer(values, lambda key, shown=shown: shown, base=here)
     return None
 
@@ -187,7 +187,8 @@ def _read(path: Path) -> dict[str, Any] | None:
 def _checked(key: str, raw: Any, layer: Layer) -> Any:
     """`raw` as the settings hold it, its paths made relative to `layer.base`."""
     where = layer.source(key)
-    where = f"{where}: {key}" if where != option_name(key) else where
+    if where.endswith((".toml", "the command line")):  # a file's key; else an option's name
+        where = f"{where}: {key}"
 
     def need(ok: bool, what: str) -> None:
         if not ok:
