@@ -10,16 +10,22 @@ or, in the ini file (``[tool.pytest.ini_options]`` in pyproject.toml)::
 
     gradcheck_paths = ["cases"]                     # `pytest` alone now runs them too
     gradcheck_engine = "mypkg.autodiff:Engine"      # default: builtin
-    gradcheck_cache_dir = ".gradcheck_cache"        # TensorFlow's references; default: none
+    gradcheck_cache_dir = "refs"                    # default: .gradcheck_cache
     gradcheck_ops = ["my_ops.py"]                   # user-defined ops (--gradcheck-ops)
     gradcheck_reference = "numeric"                 # tensorflow (default), numeric or both
+
+Settings come from pytest's options (paths relative to where pytest started), else the
+ini options (relative to the ini file), else gradcheck's config file (``[tool.gradcheck]``
+or ``gradcheck.toml``, relative to it: see `gradcheck.config`), else the defaults
+`gradcheck run` has: the same `config.Settings`. The reference cache is on unless
+``--gradcheck-no-cache`` (or ``cache = false`` in the config file).
 
 Which YAML files are case files (``*.yaml``/``*.yml``, hidden files left out):
 
 * those under a ``gradcheck_paths`` entry, whenever the ini option is set;
 * with ``--gradcheck``, also those under the paths given on the command line; with no
-  paths given and no ``gradcheck_paths``, those under ``<rootdir>/cases`` (the folder
-  ``gradcheck run`` reads by default).
+  paths given and no ``gradcheck_paths``, those under the config file's ``paths``, else
+  ``<rootdir>/cases`` (the folder ``gradcheck run`` reads by default).
 
 When pytest runs without paths on its command line (so ``testpaths`` apply), the case
 folders are collected as well as ``testpaths``. Without ``--gradcheck`` and without
