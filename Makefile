@@ -22,8 +22,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# Ends by saying how to call gradcheck from this shell, whatever the run's exit code.
 run: $(STAMP)
-	$(BIN)/gradcheck run cases/
+	@$(BIN)/gradcheck run cases/; status=$$?; \
+	echo; echo "gradcheck is installed in $(VENV)/: call it as $(BIN)/gradcheck ..., or"; \
+	echo "run 'source $(BIN)/activate' first, then gradcheck ... (gradcheck --help)"; \
+	exit $$status
 
 test: $(STAMP) browser
 	$(BIN)/python -m pytest

@@ -30,7 +30,11 @@ Where the command line and the API differ:
 * `CheckResult.passed` is true only for a case that passed: a check that was skipped
   (the engine does not support an op) checked nothing. `RunReport.passed` is the
   command line's exit code 0, so there skipped cases pass unless ``strict=True``.
-* No reference cache unless `cache_dir` is given: a library call writes no files.
+* Defaults are the command line's, and so is the config file (``[tool.gradcheck]`` of
+  the nearest pyproject.toml, or gradcheck.toml): a keyword left at None is the
+  config file's, else the default. So the reference cache is on, in
+  ``.gradcheck_cache/`` (``cache=False``: none), as it is for `gradcheck run`.
+  `fuzz` keeps its own: no cache unless `cache_dir` is given.
 * Where the engine runs (`isolate`): an ``--engine`` spec other than "builtin" runs in
   worker processes, as on the command line, so a crash, hang or `os._exit` in it is
   that case's error (with `timeout` seconds per case); an engine given as a Python
@@ -49,10 +53,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .defaults import MAX_ELEMENTS, STALE_CHECK_LIMIT, TIMEOUT
 from .errors import CaseFileError, UsageError
 
 if TYPE_CHECKING:
+    from .config import Settings
     from .fuzzing import FoundBug, FuzzRun
     from .fuzzing.coverage import Coverage
     from .results import CaseResult, Comparison, Hint, InputResult, RunResult
@@ -292,15 +296,16 @@ class FuzzReport(_View):
 def check(
     expr: str,
     inputs: Mapping[str, Any],
-    engine: EngineSpec = "builtin",
+    engine: EngineSpec | None = None,
     *,
     diagnose: bool = True,
-    max_elements: int = MAX_ELEMENTS,
-    stale_check_limit: int | None = STALE_CHECK_LIMIT,
+    max_elements: int | None = None,
+    stale_check_limit: int | None = None,
+    cache: bool | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
-    ops: Sequence[str | os.PathLike[str]] = (),
+    ops: Sequence[str | os.PathLike[str]] | None = None,
     isolate: str | None = None,
-    timeout: float = TIMEOUT,
+    timeout: float | None = None,
     **case_options: Any,
 ) -> CheckResult:
     """Check `engine`'s gradients of `expr` at `inputs` against TensorFlow.
@@ -311,36 +316,34 @@ def check(
     cotangents are seeded from it unless `seed` is given). `engine` is "builtin", an
     ``--engine`` spec ("path/file.py:Class", "package.module:Class"), an engine class
     or a zero-argument factory: every run of the case gets a fresh engine. Cases with
-    more input elements than `stale_check_limit` ask for the gradients once (None: twice
+    more input elements than `stale_check_limit` ask for the gradients once (0: twice
     always, the stale-gradients check). `ops` are ops files to load first (``--ops``).
-    `isolate` is "process", "none" or None (see the module's notes).
+    `isolate` is "process", "none" or None (see the module's notes). Options left at
+    None are the config file's, else the defaults, as `gradcheck run`'s are (its
+    ``rtol``/``atol`` excepted: a check's tolerance is its `tolerance`).
     """
     from .cases.loader import load_case
     from .cases.model import InvalidCase
     from .ops.user import load_ops_files
     from .runner import check_case
 
-    load_ops_files(ops)
+    given = dict(engine=engine, max_elements=max_elements, stale_check_limit=stale_check_limit,
+                 cache=cache, cache_dir=cache_dir, ops=ops, timeout=timeout)  # fmt: skip
+    settings = _settings(given)
+    load_ops_files(list(settings.ops))
     file, line = _caller()
     data = {"name": DEFAULT_NAME, **case_options, "expr": expr, "inputs": _input_values(inputs)}
-    item = load_case(data, file=file, line=line, max_elements=max_elements)
+    item = load_case(data, file=file, line=line, max_elements=settings.max_elements)
     if isinstance(item, InvalidCase):
         raise InvalidCaseError(item.message, file=file, line=item.line, name=item.name)
-    engine = _engine(engine)
-    options = _options(
-        engine,
-        diagnose=diagnose,
-        stale_check_limit=stale_check_limit,
-        cache_dir=cache_dir,
-        isolate=isolate,
-        timeout=timeout,
-    )
+    engine = _engine(given["engine"] or settings.engine)
+    options = _options(settings, engine, diagnose=diagnose, isolate=isolate)
     return CheckResult(check_case(item, engine, options))
 
 
 def run(
-    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = "cases",
-    engine: EngineSpec = "builtin",
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+    engine: EngineSpec | None = None,
     *,
     keyword: str | None = None,
     strict: bool = False,
@@ -348,23 +351,25 @@ def run(
     diagnose: bool | Literal["first", "all"] = True,
     rtol: float | None = None,
     atol: float | None = None,
-    max_elements: int = MAX_ELEMENTS,
-    stale_check_limit: int | None = STALE_CHECK_LIMIT,
+    max_elements: int | None = None,
+    stale_check_limit: int | None = None,
+    cache: bool | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
-    reference: str = "tensorflow",
-    ops: Sequence[str | os.PathLike[str]] = (),
+    reference: str | None = None,
+    ops: Sequence[str | os.PathLike[str]] | None = None,
     isolate: str | None = None,
-    timeout: float = TIMEOUT,
+    timeout: float | None = None,
     modes: Sequence[str] = ("rev",),
     order: int = 1,
 ) -> RunReport:
     """`gradcheck run` from Python: every case of the files and folders `paths` names.
 
     The options are the command line's (`keyword` is ``-k``; `diagnose` is ``--diagnose``,
-    True meaning "first", and False ``--no-diagnose``; a `stale_check_limit` of None is
-    ``--stale-check-limit 0``; `reference` is ``--reference``, `ops` ``--ops``, `modes`
-    and `order` ``--modes`` and ``--order``). The report's `root_causes` and `ops` are the
-    run's diagnosis and report card.
+    True meaning "first", and False ``--no-diagnose``; `reference` is ``--reference``,
+    `ops` ``--ops``, `cache=False` ``--no-cache``, `modes` and `order` ``--modes`` and
+    ``--order``), and so are their defaults: an option left at None is the config file's,
+    else the default. The report's `root_causes` and `ops` are the run's diagnosis and
+    report card.
     Invalid cases are reported in the result (exit code 2), not raised; a path that does
     not exist or a bad engine raises a `GradcheckError`.
     """
@@ -376,27 +381,32 @@ def run(
     if diagnose not in (True, False, "first", "all"):
         raise UsageError(f"diagnose must be True, False, 'first' or 'all', not {diagnose!r}")
     modes, order = run_defaults(modes, order)
-    load_ops_files(ops)
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
+    given = dict(paths=paths, engine=engine, rtol=rtol, atol=atol, max_elements=max_elements,
+                 stale_check_limit=stale_check_limit, cache=cache, cache_dir=cache_dir,
+                 reference=reference, ops=ops, timeout=timeout)  # fmt: skip
+    settings = _settings(given)
+    load_ops_files(list(settings.ops))
     items = load_paths(
-        list(paths), keyword=keyword, max_elements=max_elements, rtol=rtol, atol=atol
+        list(settings.paths),
+        keyword=keyword,
+        max_elements=settings.max_elements,
+        rtol=settings.rtol,
+        atol=settings.atol,
     )
-    engine = _engine(engine)
+    engine = _engine(given["engine"] or settings.engine)
     options = _options(
+        settings,
         engine,
         strict=strict,
         fail_fast=fail_fast,
         diagnose=diagnose,
-        stale_check_limit=stale_check_limit,
-        cache_dir=cache_dir,
-        reference=reference,
         isolate=isolate,
-        timeout=timeout,
         modes=modes,
         order=order,
     )
-    return RunReport(run_cases(items, engine, options))
+    result = run_cases(items, engine, options)
+    result.engine_origin = "(from engine=)" if given["engine"] else settings.engine_origin()
+    return RunReport(result)
 
 
 def fuzz(
@@ -421,7 +431,9 @@ def fuzz(
     is the same on every run (pass another seed to look elsewhere). Case files are
     written only to `out`.
     """
+    from .config import reference_cache
     from .fuzzing import Budget, fuzz_engine
+    from .runner import RunOptions
 
     run = fuzz_engine(
         _factory(engine),
@@ -433,7 +445,7 @@ def fuzz(
         seed=seed,
         out=None if out is None else Path(out),
         engine_spec=_engine_spec(engine),
-        options=_options(cache_dir=cache_dir),  # the engine runs here: fuzz_engine calls it
+        options=RunOptions(cache=reference_cache(cache_dir)),  # the engine runs here
     )
     return FuzzReport(run)
 
@@ -441,23 +453,25 @@ def fuzz(
 # -- helpers ---------------------------------------------------------------------------
 
 
-def _options(
-    engine: Any = None,
-    *,
-    cache_dir: str | os.PathLike[str] | None = None,
-    isolate: str | None = None,
-    **options: Any,
-) -> Any:
-    from .runner import RunOptions, default_isolation
+def _settings(given: dict[str, Any]) -> Settings:
+    """The call's settings: the keywords `given`, else the config file's, else the
+    defaults (an engine given as a Python object is the caller's, not a setting)."""
+    from .config import settings
 
+    spec = given.get("engine")
+    return settings({**given, "engine": spec if isinstance(spec, str) else None}, _keyword)
+
+
+def _keyword(key: str) -> str:
+    return f"{key}="
+
+
+def _options(
+    settings: Settings, engine: Any = None, *, isolate: str | None = None, **options: Any
+) -> Any:
     if isolate not in (None, "process", "none"):
         raise UsageError(f"isolate must be 'process', 'none' or None, not {isolate!r}")
-    options["isolate"] = isolate or default_isolation(engine)
-    if cache_dir is None:
-        return RunOptions(**options)
-    from .cache import ReferenceCache
-
-    return RunOptions(**options, cache=ReferenceCache(cache_dir))
+    return settings.run_options(engine, isolate=isolate, **options)
 
 
 def _input_values(inputs: Any) -> Any:

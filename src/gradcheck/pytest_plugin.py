@@ -10,16 +10,22 @@ or, in the ini file (``[tool.pytest.ini_options]`` in pyproject.toml)::
 
     gradcheck_paths = ["cases"]                     # `pytest` alone now runs them too
     gradcheck_engine = "mypkg.autodiff:Engine"      # default: builtin
-    gradcheck_cache_dir = ".gradcheck_cache"        # TensorFlow's references; default: none
+    gradcheck_cache_dir = "refs"                    # default: .gradcheck_cache
     gradcheck_ops = ["my_ops.py"]                   # user-defined ops (--gradcheck-ops)
     gradcheck_reference = "numeric"                 # tensorflow (default), numeric or both
+
+Settings come from pytest's options (paths relative to where pytest started), else the
+ini options (relative to the ini file), else gradcheck's config file (``[tool.gradcheck]``
+or ``gradcheck.toml``, relative to it: see `gradcheck.config`), else the defaults
+`gradcheck run` has: the same `config.Settings`. The reference cache is on unless
+``--gradcheck-no-cache`` (or ``cache = false`` in the config file).
 
 Which YAML files are case files (``*.yaml``/``*.yml``, hidden files left out):
 
 * those under a ``gradcheck_paths`` entry, whenever the ini option is set;
 * with ``--gradcheck``, also those under the paths given on the command line; with no
-  paths given and no ``gradcheck_paths``, those under ``<rootdir>/cases`` (the folder
-  ``gradcheck run`` reads by default).
+  paths given and no ``gradcheck_paths``, those under the config file's ``paths``, else
+  ``<rootdir>/cases`` (the folder ``gradcheck run`` reads by default).
 
 When pytest runs without paths on its command line (so ``testpaths`` apply), the case
 folders are collected as well as ``testpaths``. Without ``--gradcheck`` and without
@@ -55,17 +61,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .defaults import STALE_CHECK_LIMIT, TIMEOUT
+from .defaults import TIMEOUT
+from .errors import GradcheckError
 
 if TYPE_CHECKING:
     from .cases import Case
+    from .config import Settings
     from .engines.protocol import EngineFactory
     from .fuzzing import FuzzRun
     from .results import CaseResult
@@ -74,7 +82,6 @@ if TYPE_CHECKING:
 SUFFIXES = (".yaml", ".yml")
 DEFAULT_ENGINE = "builtin"
 FUZZ_ITEM = "gradcheck-fuzz"
-DEFAULT_CASES = "cases"  # as `gradcheck run`'s default path
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -134,8 +141,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--gradcheck-timeout",
         metavar="S",
         type=float,
-        default=TIMEOUT,
-        help="seconds the engine may take on one case in its worker (default: 60).",
+        default=None,
+        help=f"seconds the engine may take on one case in its worker (default: {TIMEOUT:g}).",
     )
     group.addoption(
         "--gradcheck-cache-dir",
@@ -143,7 +150,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="reuse TensorFlow's reference results kept in DIR between runs "
         "(as gradcheck run --cache-dir; default: the gradcheck_cache_dir ini option, "
-        "else no cache).",
+        "else .gradcheck_cache in the rootdir).",
+    )
+    group.addoption(
+        "--gradcheck-no-cache",
+        action="store_true",
+        default=False,
+        help="no reference cache: compute every reference (as gradcheck run --no-cache).",
     )
     group.addoption(
         "--gradcheck-fuzz",
@@ -187,7 +200,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "gradcheck_engine",
         type="string",
-        default=DEFAULT_ENGINE,
+        default="",
         help="engine the gradcheck plugin checks (--gradcheck-engine overrides it).",
     )
     parser.addini(
@@ -199,14 +212,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "gradcheck_reference",
         type="string",
-        default="tensorflow",
+        default="",
         help="tensorflow, numeric or both (--gradcheck-reference overrides it).",
     )
     parser.addini(
         "gradcheck_cache_dir",
         type="string",
         default="",
-        help="folder for gradcheck's reference cache, relative to the rootdir (empty: none).",
+        help="folder for gradcheck's reference cache, relative to the ini file.",
     )
 
 
@@ -218,19 +231,19 @@ class _State:
     """What one pytest session's gradcheck settings resolve to."""
 
     roots: list[Path]
-    engine_spec: str
-    strict: bool
-    stale_check_limit: int | None  # None: every case
-    cache_dir: Path | None
-    reference: str = "tensorflow"
+    settings: Settings
+    strict: bool = False
     fuzz_examples: int = 0  # 0: no gradcheck-fuzz item
     fuzz_seed: int = 0
     fuzz_ops: list[str] | None = None
     fuzz_out: Path | None = None
     isolate: str | None = None
-    timeout: float = TIMEOUT
     _engine: Any = field(default=None, repr=False)  # the factory, or the UsageError (fuzz)
     _checker: Any = field(default=None, repr=False)  # the Checker, or EngineUnavailable
+
+    @property
+    def engine_spec(self) -> str:
+        return self.settings.engine
 
     def covers(self, path: Path) -> bool:
         path = _absolute(path)
@@ -240,7 +253,6 @@ class _State:
         """The engine factory, loaded in this process once per session (the fuzz item's)."""
         if self._engine is None:
             from .engines.adapters import load_engine
-            from .errors import GradcheckError
 
             try:
                 self._engine = load_engine(self.engine_spec)
@@ -253,7 +265,6 @@ class _State:
     def check(self, case: Case) -> CaseResult:
         """Check `case` with the session's engine, loaded (or its workers started) at the
         first item that runs; every item fails with the same message if it cannot be."""
-        from .errors import GradcheckError
 
         if isinstance(self._checker, EngineUnavailable):
             raise self._checker
@@ -276,35 +287,27 @@ class _State:
     @cached_property
     def options(self) -> RunOptions:
         """Made once per session: one reference cache, so one warning at most."""
-        from .runner import RunOptions, default_isolation
-
-        options = RunOptions(
-            strict=self.strict,
-            stale_check_limit=self.stale_check_limit,
-            reference=self.reference,
-            isolate=self.isolate or default_isolation(self.engine_spec),  # type: ignore[arg-type]
-            timeout=self.timeout,
-        )
-        if self.cache_dir is None:
-            return options
-        from .cache import ReferenceCache
-
-        return replace(options, cache=ReferenceCache(self.cache_dir))
+        return self.settings.run_options(self.engine_spec, strict=self.strict, isolate=self.isolate)
 
 
 _STATE = pytest.StashKey[_State]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from .config import DEFAULTS
+
     invocation_dir = config.invocation_params.dir
     explicit = config.args_source == pytest.Config.ArgsSource.ARGS
     ini_paths = [_absolute(Path(p)) for p in config.getini("gradcheck_paths")]
+    fuzz = config.getoption("gradcheck_fuzz")
+    fuzz_examples = int(config.getini("gradcheck_fuzz") or 0) if fuzz is None else fuzz
+    on = config.getoption("gradcheck") or bool(ini_paths) or fuzz_examples > 0
+    settings = _settings(config, ini_paths) if on else DEFAULTS  # off: no file is read
     roots = list(ini_paths)
-    if config.getoption("gradcheck"):
-        if explicit:
-            roots += [_absolute(invocation_dir / arg.split("::")[0]) for arg in config.args]
-        elif not ini_paths:
-            roots.append(_absolute(config.rootpath / DEFAULT_CASES))
+    if config.getoption("gradcheck") and explicit:
+        roots += [_absolute(invocation_dir / arg.split("::")[0]) for arg in config.args]
+    elif config.getoption("gradcheck") and not ini_paths:
+        roots += [_absolute(path) for path in settings.paths]  # the config file's, else cases/
     if config.args_source == pytest.Config.ArgsSource.TESTPATHS:
         # No paths on the command line: the case folders join `testpaths`.
         args = [_absolute(invocation_dir / arg) for arg in config.args]
@@ -312,38 +315,50 @@ def pytest_configure(config: pytest.Config) -> None:
             if root.exists() and not any(root == a or a in root.parents for a in args):
                 config.args.append(str(root))
                 args.append(root)
-
-    cli_engine = config.getoption("gradcheck_engine")
-    limit = config.getoption("gradcheck_stale_check_limit")
-    cli_cache = config.getoption("gradcheck_cache_dir")
-    ini_cache = config.getini("gradcheck_cache_dir")
-    if cli_cache:
-        cache_dir: Path | None = invocation_dir / cli_cache
-    elif ini_cache:
-        cache_dir = config.rootpath / ini_cache
-    else:
-        cache_dir = None
-    fuzz = config.getoption("gradcheck_fuzz")
-    fuzz_examples = int(config.getini("gradcheck_fuzz") or 0) if fuzz is None else fuzz
+    if on and settings.ops:
+        _load_ops(list(settings.ops))
     fuzz_out = config.getoption("gradcheck_fuzz_out")
-    ops_files = [*config.getini("gradcheck_ops")]
-    ops_files += [invocation_dir / f for f in config.getoption("gradcheck_ops")]
-    if (roots or fuzz_examples) and ops_files:
-        _load_ops(ops_files)
     config.stash[_STATE] = _State(
         roots=roots,
-        engine_spec=cli_engine or config.getini("gradcheck_engine") or DEFAULT_ENGINE,
+        settings=settings,
         strict=config.getoption("gradcheck_strict"),
-        stale_check_limit=STALE_CHECK_LIMIT if limit is None else limit or None,
-        cache_dir=cache_dir,
-        reference=config.getoption("gradcheck_reference") or config.getini("gradcheck_reference"),
         fuzz_examples=fuzz_examples,
         fuzz_seed=config.getoption("gradcheck_fuzz_seed"),
         fuzz_ops=config.getini("gradcheck_fuzz_ops") or None,
         fuzz_out=invocation_dir / fuzz_out if fuzz_out else None,
         isolate=config.getoption("gradcheck_isolate"),
-        timeout=config.getoption("gradcheck_timeout"),
     )
+
+
+def _settings(config: pytest.Config, ini_paths: list[Path]) -> Settings:
+    """The session's settings: pytest's options (relative to where pytest was started),
+    else the ini file's (relative to it), else the gradcheck config file's, else the
+    defaults (paths in the config file's folder, else in the rootdir)."""
+    from .config import Layer, config_layer, defaults_at, resolve
+
+    here = config.invocation_params.dir
+    options = {key: config.getoption(f"gradcheck_{key}") for key in _OPTIONS}
+    options["ops"] = options["ops"] or None
+    options["cache"] = False if config.getoption("gradcheck_no_cache") else None
+    ini = {key: config.getini(f"gradcheck_{key}") or None for key in _INI}
+    ini["paths"] = ini_paths or None
+    inipath = config.inipath
+    ini_name = inipath.name if inipath else "the ini file"
+    found = config_layer(here)
+    try:
+        return resolve(
+            Layer(options, lambda key: f"--gradcheck-{key.replace('_', '-')}", here),
+            Layer(ini, lambda key: f"gradcheck_{key} in {ini_name}", inipath and inipath.parent),
+            found,
+            defaults_at(found.base if found else config.rootpath),
+        )
+    except GradcheckError as e:
+        raise pytest.UsageError(f"gradcheck: {e}") from None
+
+
+# The settings pytest's options and ini file can set (pytest's own names, prefixed).
+_OPTIONS = ("engine", "stale_check_limit", "ops", "reference", "timeout", "cache_dir")
+_INI = ("engine", "ops", "reference", "cache_dir")
 
 
 def _as_plugin_option(error: Exception) -> str:
@@ -361,7 +376,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def _load_ops(paths: list[Path]) -> None:
-    from .errors import GradcheckError
     from .ops.user import load_ops_files
 
     try:
@@ -378,7 +392,8 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     where = ", ".join(_display(root, config.rootpath) for root in state.roots)
     files = f", case files under {where}" if state.roots else ""
     fuzz = f", fuzz {state.fuzz_examples} examples" if state.fuzz_examples else ""
-    return f"gradcheck: engine {state.engine_spec}{files}{fuzz}"
+    origin = state.settings.engine_origin()
+    return f"gradcheck: engine {state.engine_spec} {origin}{files}{fuzz}"
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest's own -k/-m selection, which then applies
@@ -415,7 +430,6 @@ class CaseFile(pytest.File):
 
     def collect(self) -> Iterator[CaseItem]:
         from .cases import Case, load_file
-        from .errors import GradcheckError
 
         shown = self.nodeid.split("::")[0] or self.path.name  # rootdir-relative, as node ids
         try:

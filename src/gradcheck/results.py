@@ -235,6 +235,7 @@ class RunResult:
     root_causes: list[RootCause] = field(default_factory=list)
     ops: dict[str, OpRecord] = field(default_factory=dict)
     interrupted: str | None = None  # the signal that stopped the run ("SIGINT", "SIGTERM")
+    engine_origin: str | None = None  # where the command line found it: "(from pyproject.toml)"
 
     def count(self, status: str) -> int:
         return sum(1 for c in self.cases if c.status == status)

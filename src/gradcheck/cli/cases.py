@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from .common import (
-    DEFAULT_PATHS,
     EXIT_OK,
     EXIT_USAGE,
     OpsFiles,
@@ -17,6 +16,7 @@ from .common import (
     boundary,
     echo_err,
     load_ops,
+    run_settings,
     stdout_console,
 )
 
@@ -33,8 +33,9 @@ def list_cases(
 
     from ..cases import Case, load_paths
 
-    load_ops(ops_files)
-    items = load_paths(paths or DEFAULT_PATHS, keyword=keyword)
+    settings = run_settings({"paths": paths, "ops": ops_files})
+    load_ops(list(settings.ops))
+    items = load_paths(list(settings.paths), keyword=keyword)
     console = stdout_console()
     for item in items:
         if isinstance(item, Case):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import enum
 import functools
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Annotated
 import typer
 
 from .. import __version__
+from ..config import Settings
 from ..errors import GradcheckError
 
 app = typer.Typer(
@@ -25,7 +25,6 @@ app = typer.Typer(
 )
 
 EXIT_OK, EXIT_USAGE = 0, 2  # 1 (a failure) is RunResult.exit_code's
-DEFAULT_PATHS = [Path("cases")]
 
 
 class Reference(str, enum.Enum):
@@ -88,14 +87,12 @@ def load_ops(paths: list[Path] | None) -> None:
         load_ops_files(paths)
 
 
-def reference_cache(directory: Path | None, *, read_only: bool = False):
-    """The reference cache in `directory` (absolute: an engine running in this process may
-    change the working directory), or None; `read_only` for --require-cache."""
-    from ..cache import ReferenceCache
+def run_settings(given: dict[str, object]) -> Settings:
+    """`run`'s settings: the options `given` (None: not given), else the config file's,
+    else the defaults."""
+    from ..config import option_name, settings
 
-    if directory is None:
-        return None
-    return ReferenceCache(Path(os.path.abspath(directory)), read_only=read_only)
+    return settings(given, option_name)
 
 
 def engine_factory(spec: str):

@@ -11,13 +11,13 @@ from typing import Annotated
 import typer
 
 from .. import __version__
+from ..config import reference_cache
 from .common import (
     Reference,
     app,
     boundary,
     engine_factory,
     load_ops,
-    reference_cache,
     stdout_console,
 )
 

@@ -12,10 +12,9 @@ import typer
 from typer.core import TyperCommand
 
 from .. import __version__
-from ..defaults import MAX_ELEMENTS, STALE_CHECK_LIMIT, TIMEOUT
+from ..config import DEFAULTS
 from ..errors import GradcheckError
 from .common import (
-    DEFAULT_PATHS,
     EXIT_USAGE,
     Isolate,
     OpsFiles,
@@ -26,7 +25,7 @@ from .common import (
     echo_err,
     engine_factory,
     load_ops,
-    reference_cache,
+    run_settings,
     stdout_console,
 )
 
@@ -74,14 +73,15 @@ def run(
     paths: Paths = None,
     ops_files: OpsFiles = None,
     engine: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--engine",
             "-e",
             help="builtin; torch, jax, autograd or tensorflow (the ready adapters); "
             "path/file.py[:Class] or pkg.module[:Class].",
+            show_default=DEFAULTS.engine,
         ),
-    ] = "builtin",
+    ] = None,
     keyword: Annotated[
         str | None,
         typer.Option("-k", help="Only cases whose name or tag matches (not/and/or)."),
@@ -114,8 +114,11 @@ def run(
     rtol: Annotated[float | None, typer.Option(help="Override every case's rtol.", min=0)] = None,
     atol: Annotated[float | None, typer.Option(help="Override every case's atol.", min=0)] = None,
     max_elements: Annotated[
-        int, typer.Option(help="Refuse inputs larger than this.", min=1)
-    ] = MAX_ELEMENTS,
+        int | None,
+        typer.Option(
+            help="Refuse inputs larger than this.", min=1, show_default=str(DEFAULTS.max_elements)
+        ),
+    ] = None,
     diagnose: Annotated[
         Diagnose,
         typer.Option(
@@ -135,29 +138,39 @@ def run(
         ),
     ] = None,
     stale_check_limit: Annotated[
-        int,
+        int | None,
         typer.Option(
             help="Ask the engine for the gradients a second time (the stale-gradients check) "
             "only in cases with at most N input elements (0: every case).",
             metavar="N",
             min=0,
+            show_default=str(DEFAULTS.stale_check_limit),
         ),
-    ] = STALE_CHECK_LIMIT,
+    ] = None,
     cache: Annotated[
-        bool,
-        typer.Option(help="Reuse TensorFlow's results from earlier runs (--no-cache: recompute)."),
-    ] = True,
+        bool | None,
+        typer.Option(
+            "--cache/--no-cache",
+            help="Reuse TensorFlow's results from earlier runs (--no-cache: recompute).",
+            show_default="cache",
+        ),
+    ] = None,
     cache_dir: Annotated[
-        Path, typer.Option(help="Where TensorFlow's results are kept between runs.")
-    ] = Path(".gradcheck_cache"),
+        Path | None,
+        typer.Option(
+            help="Where TensorFlow's results are kept between runs.",
+            show_default=str(DEFAULTS.cache_dir),
+        ),
+    ] = None,
     reference: Annotated[
-        Reference,
+        Reference | None,
         typer.Option(
             help="What the gradients are checked against: TensorFlow, finite differences "
             "(numeric, no TensorFlow needed), or both (and where the two disagree); a case's "
-            "own `reference:` wins."
+            "own `reference:` wins.",
+            show_default=DEFAULTS.reference,
         ),
-    ] = Reference.tensorflow,
+    ] = None,
     require_cache: Annotated[
         bool,
         typer.Option(
@@ -176,14 +189,15 @@ def run(
         ),
     ] = None,
     timeout: Annotated[
-        float,
+        float | None,
         typer.Option(
             help="Seconds the engine may take on one case (and again on its diagnosis) in "
             "a worker before the case is an error; a case's `timeout:` wins.",
             min=0.001,
             metavar="S",
+            show_default=str(DEFAULTS.timeout),
         ),
-    ] = TIMEOUT,
+    ] = None,
     modes: Annotated[
         str,
         typer.Option(
@@ -202,39 +216,49 @@ def run(
         ),
     ] = 1,
 ) -> None:
-    """Check every case against TensorFlow (or finite differences: --reference)."""
+    """Check every case against TensorFlow (or finite differences: --reference).
+
+    Options not given come from [tool.gradcheck] in the nearest pyproject.toml, or from
+    gradcheck.toml (see the README), else from the defaults shown."""
     from ..cases import load_paths
     from ..interrupts import Interrupted, handled
     from ..modes import run_defaults
-    from ..runner import RunOptions, default_isolation, needs_tensorflow, prefetch_tensorflow
+    from ..runner import needs_tensorflow, prefetch_tensorflow
 
-    if require_cache and not cache:
-        raise GradcheckError("--require-cache needs the cache; drop --no-cache")
+    given = dict(
+        paths=paths, engine=engine, ops=ops_files, rtol=rtol, atol=atol, cache=cache,
+        cache_dir=cache_dir, reference=reference.value if reference else None,
+        stale_check_limit=stale_check_limit, timeout=timeout, max_elements=max_elements,
+    )  # fmt: skip
+    settings = run_settings(given)
+    if require_cache and not settings.cache:
+        off = settings.source("cache")
+        off = "drop --no-cache" if off.startswith("--") else f"{off} turns it off (cache = false)"
+        raise GradcheckError(f"--require-cache needs the cache; {off}")
+    engine = settings.engine
     chosen_modes, order = run_defaults(modes, order)
     with handled():
-        options = RunOptions(
+        options = settings.run_options(
+            engine,
+            read_only=require_cache,
             strict=strict,
             fail_fast=fail_fast,
             diagnose=False if no_diagnose else diagnose.value,
-            cache=reference_cache(cache_dir if cache else None, read_only=require_cache),
             require_cache=require_cache,
-            stale_check_limit=stale_check_limit or None,
-            reference=reference.value,
-            isolate=isolate.value if isolate else default_isolation(engine),
-            timeout=timeout,
+            isolate=isolate.value if isolate else None,
             modes=chosen_modes,
             order=order,
         )
         if needs_tensorflow(options):
             prefetch_tensorflow()  # at once: it imports while the files load
         try:
-            load_ops(ops_files)
+            load_ops(list(settings.ops))
             items = load_paths(
-                paths or DEFAULT_PATHS,
+                list(settings.paths),
                 keyword=keyword,
-                max_elements=max_elements,
-                rtol=rtol,
-                atol=atol,
+                max_elements=settings.max_elements,
+                rtol=settings.rtol,
+                atol=settings.atol,
             )
             engine_arg = engine if options.isolate == "process" else engine_factory(engine)
         except Interrupted as stop:
@@ -244,7 +268,7 @@ def run(
             Path(os.path.abspath(output)) if output is not None else None
         )  # an engine may chdir
         report = _Report(format, output, verbose=verbose, quiet=quiet, durations=durations)
-        report.run(items, engine_arg, options)
+        report.run(items, engine_arg, options, engine_origin=settings.engine_origin())
 
 
 def _signal_exit(signal_name: str) -> int:
@@ -267,12 +291,13 @@ class _Report:
         self.console = stdout_console()
         self.rich_to_stdout = format not in FILE_FORMATS or output is not None
 
-    def run(self, items, engine, options) -> None:
+    def run(self, items, engine, options, engine_origin: str | None = None) -> None:
         from ..interrupts import quiet
         from ..runner import run as run_cases
 
         with _progress(self.console, len(items), show=self.rich_to_stdout) as on_result:
             result = run_cases(items, engine, options, on_result=on_result)
+        result.engine_origin = engine_origin
         with quiet():  # a second ^C must not cut the report short
             problem = self.write(result)
         if problem:

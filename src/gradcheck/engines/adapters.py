@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import sys
 from pathlib import Path
-from typing import Any
 
+from ..config import is_file_spec
 from ..errors import UsageError
-from ..modules import import_file
+from ..modules import import_file, import_module
 from ..ops.conventions import check_declared
 from .builtin import BuiltinEngine
-from .driver import traceback_tail
 from .protocol import EngineFactory, missing_methods
-from .tensorflow import quiet_import
 
 DEFAULT_CLASS = "Engine"
 # The ready adapters: `--engine NAME` -> (module:class, what to install for it).
@@ -35,15 +32,15 @@ def load_engine(spec: str) -> EngineFactory:
         target, extra = STOCK[spec]
         module, _, class_name = target.partition(":")
         try:
-            return getattr(_load_module(module), class_name)
+            return getattr(import_module(module, "--engine"), class_name)
         except UsageError as e:
             raise UsageError(f"--engine {spec} needs `pip install '{extra}'`: {e}") from None
     target, _, class_name = spec.partition(":")
     class_name = class_name or DEFAULT_CLASS
     module = (
         import_file(Path(target), "--engine", prefix=_FILE_PREFIX)
-        if _is_path(target)
-        else _load_module(target)
+        if is_file_spec(target)
+        else import_module(target, "--engine")
     )
     engine = getattr(module, class_name, None)
     if not inspect.isclass(engine):
@@ -58,8 +55,9 @@ def load_engine(spec: str) -> EngineFactory:
         )
     for method in missing_methods(engine):
         raise UsageError(
-            f"--engine {spec}: {class_name} has no {method}() method (SPEC §4; a functional "
-            "engine implements vjp() instead of leaf, constant and grad)"
+            f"--engine {spec}: {class_name} has no {method}() method (an engine needs leaf, "
+            "value and grad; a functional engine implements vjp() instead; "
+            "`gradcheck init-engine FILE` writes a template)"
         )
     if getattr(engine, "conventions", None):
         try:
@@ -90,17 +88,3 @@ def engine_spec(factory: EngineFactory) -> str | None:
     if factory.__module__ in ("__main__", "__mp_main__") or module is None:
         return None
     return f"{factory.__module__}:{factory.__qualname__}"
-
-
-def _is_path(target: str) -> bool:
-    return target.endswith(".py") or "/" in target or "\\" in target
-
-
-def _load_module(name: str) -> Any:
-    try:
-        with quiet_import():
-            return importlib.import_module(name)
-    except ImportError as e:
-        raise UsageError(f"--engine: cannot import module {name!r}: {e}") from e
-    except Exception as e:
-        raise UsageError(f"--engine: importing {name} failed:\n{traceback_tail(e)}") from e

@@ -73,7 +73,8 @@ def render(run: RunResult, console: Console, *, verbose: bool = False, quiet: bo
 
 def _render(run: RunResult, console: Console, verbose: bool, quiet: bool) -> None:
     if not quiet:
-        header = f"gradcheck: engine {run.engine}, reference {run.reference}"
+        origin = f" {run.engine_origin}" if run.engine_origin else ""
+        header = f"gradcheck: engine {run.engine}{origin}, reference {run.reference}"
         console.print(_plain(header, style="dim"))
     for case in run.cases:
         if quiet and case.passed:

@@ -1,0 +1,253 @@
+"""What `run` does unless told otherwise (SPEC §5): the defaults, then a config file's
+values, then the caller's: the command line, the Python API's keywords, the pytest
+plugin's options and ini file. One `Settings` for all three, so they cannot drift.
+
+The config file is found from the working directory upward: the first folder with a
+``gradcheck.toml`` (its keys at the top level) or a ``pyproject.toml`` that has a
+``[tool.gradcheck]`` table (in one folder, ``gradcheck.toml`` wins)::
+
+    [tool.gradcheck]
+    paths = ["cases"]                  # what `gradcheck run` reads with no paths
+    engine = "my_engine.py:Engine"     # as --engine
+    ops = ["my_ops.py"]                # as --ops
+    rtol = 1e-5                        # as --rtol/--atol: every case's
+    atol = 1e-8
+    cache = true                       # as --cache/--no-cache
+    cache_dir = ".gradcheck_cache"
+    reference = "tensorflow"           # tensorflow, numeric or both
+    stale_check_limit = 1000000        # 0: every case asks twice
+    timeout = 60                       # seconds per case in a worker
+    max_elements = 10000000
+
+Paths in a config file (paths, ops, cache_dir, an engine file) are relative to the file;
+on a command line, to the working directory; in pytest's ini file, to the ini file.
+Importing this module imports nothing heavy: the command line reads it before anything.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from .defaults import MAX_ELEMENTS, STALE_CHECK_LIMIT, TIMEOUT
+from .errors import UsageError
+
+CONFIG_FILES = ("gradcheck.toml", "pyproject.toml")
+REFERENCES = ("tensorflow", "numeric", "both")
+DEFAULT = "default"  # the source of a value nobody set
+
+
+@dataclass(frozen=True)
+class Settings:
+    paths: tuple[Path, ...] = (Path("cases"),)
+    engine: str = "builtin"
+    ops: tuple[Path, ...] = ()
+    rtol: float | None = None  # None: each case's own tolerance
+    atol: float | None = None
+    cache: bool = True
+    cache_dir: Path = Path(".gradcheck_cache")
+    reference: str = "tensorflow"  # where a case names none
+    stale_check_limit: int = STALE_CHECK_LIMIT  # input elements; 0: every case asks twice
+    timeout: float = TIMEOUT
+    max_elements: int = MAX_ELEMENTS
+    # Where each value not the default came from, for reports: "pyproject.toml", "--engine".
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+    def source(self, key: str) -> str:
+        return self.sources.get(key, DEFAULT)
+
+    def engine_origin(self) -> str:
+        """How the report header says where the engine came from: "(from pyproject.toml)"."""
+        source = self.source("engine")
+        return "(default)" if source == DEFAULT else f"(from {source})"
+
+    def run_options(self, engine: Any = None, *, read_only: bool = False, **options: Any) -> Any:
+        """The runner's `RunOptions` for these settings; `options` are the rest of them
+        (strict, fail_fast, diagnose, require_cache, isolate: None for the engine's default)."""
+        from .runner import RunOptions, default_isolation
+
+        return RunOptions(
+            cache=self.reference_cache(read_only=read_only),
+            stale_check_limit=self.stale_check_limit or None,
+            reference=self.reference,
+            timeout=self.timeout,
+            **{**options, "isolate": options.get("isolate") or default_isolation(engine)},
+        )
+
+    def reference_cache(self, *, read_only: bool = False) -> Any:
+        return reference_cache(self.cache_dir if self.cache else None, read_only=read_only)
+
+
+DEFAULTS = Settings()
+
+
+def reference_cache(directory: str | os.PathLike[str] | None, *, read_only: bool = False) -> Any:
+    """The reference cache in `directory` (absolute: an engine running in this process may
+    change the working directory), or None; `read_only` for --require-cache."""
+    if directory is None:
+        return None
+    from .cache import ReferenceCache
+
+    return ReferenceCache(Path(os.path.abspath(directory)), read_only=read_only)
+
+
+KEYS = tuple(f.name for f in fields(Settings) if f.name != "sources")
+
+
+@dataclass(frozen=True)
+class Layer:
+    """Values one source sets (None: not set): `source` names it in reports and messages
+    (a function of the key: the command line says ``--engine``), `base` is the folder its
+    relative paths start from (None: the working directory, left as given)."""
+
+    values: Mapping[str, Any]
+    source: Callable[[str], str]
+    base: Path | None = None
+
+
+def resolve(*layers: Layer | None) -> Settings:
+    """Each key from the first layer that sets it, else `DEFAULTS`."""
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for layer in reversed([layer for layer in layers if layer is not None]):
+        for key, raw in layer.values.items():
+            if raw is None:
+                continue
+            if key not in KEYS:
+                raise UsageError(f"{layer.source(key)}: unknown key {key!r}{_did_you_mean(key)}")
+            values[key] = _checked(key, raw, layer)
+            sources[key] = layer.source(key)
+    sources = {key: source for key, source in sources.items() if source != DEFAULT}
+    return replace(DEFAULTS, **values, sources=sources)
+
+
+def settings(given: Mapping[str, Any], label: Callable[[str], str]) -> Settings:
+    """The settings of a call that sets `given` itself (relative paths as given, so
+    relative to the working directory), over the config file's and the defaults; with a
+    config file, the default paths (``cases``, the cache) are in its folder."""
+    found = config_layer()
+    return resolve(Layer(given, label), found, found and defaults_at(found.base))
+
+
+def defaults_at(base: Path | None) -> Layer:
+    """The default paths, in `base`: the folder a project's config file is in."""
+    return Layer({"paths": DEFAULTS.paths, "cache_dir": DEFAULTS.cache_dir}, _default, base)
+
+
+def _default(key: str) -> str:
+    return DEFAULT
+
+
+def option_name(key: str) -> str:
+    """The command line's name of a key: ``--stale-check-limit``."""
+    return "the command line" if key == "paths" else f"--{key.replace('_', '-')}"
+
+
+def config_layer(start: Path | None = None) -> Layer | None:
+    """The nearest config file's values, from `start` (the working directory) upward."""
+    folder = Path(os.path.abspath(start or os.getcwd()))
+    for here in (folder, *folder.parents):
+        for name in CONFIG_FILES:
+            path = here / name
+            values = _read(path)
+            if values is not None:
+                shown = os.path.relpath(path)  # `../pyproject.toml` in reports
+                return Layer(values, lambda key, shown=shown: shown, base=here)
+    return None
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    """The gradcheck table of `path`, or None when there is none (or no such file)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if path.name == "pyproject.toml" and b"tool.gradcheck" not in data.replace(b" ", b""):
+        return None  # most pyproject.toml files: not even parsed
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        table = tomllib.loads(data.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise UsageError(f"{_shown(path)}: not a valid TOML file: {e}") from None
+    if path.name == "pyproject.toml":
+        table = table.get("tool", {}).get("gradcheck")
+        if table is None:
+            return None
+    if not isinstance(table, dict):
+        raise UsageError(f"{_shown(path)}: [tool.gradcheck] must be a table")
+    return table
+
+
+def _checked(key: str, raw: Any, layer: Layer) -> Any:
+    """`raw` as the settings hold it, its paths made relative to `layer.base`."""
+    where = layer.source(key)
+    if where.endswith((".toml", "the command line")):  # a file's key; else an option's name
+        where = f"{where}: {key}"
+
+    def need(ok: bool, what: str) -> None:
+        if not ok:
+            raise UsageError(f"{where} must be {what}, not {raw!r}")
+
+    number = isinstance(raw, (int, float)) and not isinstance(raw, bool)
+    if key in ("paths", "ops"):
+        items = [raw] if isinstance(raw, (str, os.PathLike)) else raw
+        need(isinstance(items, (list, tuple)), "a path or a list of paths")
+        need(all(isinstance(p, (str, os.PathLike)) for p in items), "a list of paths")
+        return tuple(_rebase(Path(p), layer.base) for p in items)
+    if key == "cache_dir":
+        need(isinstance(raw, (str, os.PathLike)), "a path")
+        return _rebase(Path(raw), layer.base)
+    if key == "engine":
+        need(isinstance(raw, str) and raw != "", "an --engine spec (a string)")
+        target, colon, name = raw.partition(":")
+        return f"{_rebase(Path(target), layer.base)}{colon}{name}" if is_file_spec(target) else raw
+    if key == "reference":
+        need(raw in REFERENCES, " or ".join(REFERENCES))
+        return raw
+    if key == "cache":
+        need(isinstance(raw, bool), "true or false")
+        return raw
+    if key in ("rtol", "atol"):
+        need(number and 0 <= raw < float("inf"), "a finite number >= 0")
+        return float(raw)
+    if key == "timeout":
+        need(number and 0 < raw < float("inf"), "a number of seconds > 0")
+        return float(raw)
+    low = 0 if key == "stale_check_limit" else 1
+    whole = isinstance(raw, int) and not isinstance(raw, bool)
+    need(whole and raw >= low, f"a whole number >= {low}")
+    return raw
+
+
+def is_file_spec(target: str) -> bool:
+    """Whether an --engine spec's target (before `:`) names a file, not a module."""
+    return target.endswith(".py") or "/" in target or "\\" in target
+
+
+def _rebase(path: Path, base: Path | None) -> Path:
+    """`path` from `base`: relative to the working directory when it is inside it."""
+    if base is None or path.is_absolute():
+        return path
+    return Path(_shown(base / path))
+
+
+def _shown(path: Path) -> str:
+    cwd = os.getcwd()
+    absolute = os.path.abspath(path)
+    if absolute == cwd:
+        return "."
+    return absolute[len(cwd) + 1 :] if absolute.startswith(cwd + os.sep) else absolute
+
+
+def _did_you_mean(key: str) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(key, KEYS, n=1)
+    known = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"{known}; the keys are {', '.join(KEYS)}"
