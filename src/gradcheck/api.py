@@ -29,7 +29,9 @@ Where the command line and the API differ:
 
 * `CheckResult.passed` is true only for a case that passed: a check that was skipped
   (the engine does not support an op) checked nothing. `RunReport.passed` is the
-  command line's exit code 0, so there skipped cases pass unless ``strict=True``.
+  command line's exit code 0, so there skipped cases pass unless ``strict=True``
+  (`nothing_checked` says when every case was skipped), and a run that found or
+  selected no case does not pass (exit code 5; `nothing_found` says why).
 * No reference cache unless `cache_dir` is given: a library call writes no files.
 * Where the engine runs (`isolate`): an ``--engine`` spec other than "builtin" runs in
   worker processes, as on the command line, so a crash, hang or `os._exit` in it is
@@ -362,10 +364,11 @@ def run(
     True meaning "first", and False ``--no-diagnose``; a `stale_check_limit` of None is
     ``--stale-check-limit 0``; `reference` is ``--reference``, `ops` ``--ops``). The
     report's `root_causes` and `ops` are the run's diagnosis and report card.
-    Invalid cases are reported in the result (exit code 2), not raised; a path that does
-    not exist or a bad engine raises a `GradcheckError`.
+    Invalid cases are reported in the result (exit code 2), not raised, and so is a run
+    with no case to check (exit code 5); a path that does not exist, a malformed
+    `keyword` or a bad engine raises a `GradcheckError`.
     """
-    from .cases import load_paths
+    from .cases import collect
     from .ops.user import load_ops_files
     from .runner import run as run_cases
 
@@ -374,9 +377,7 @@ def run(
     load_ops_files(ops)
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    items = load_paths(
-        list(paths), keyword=keyword, max_elements=max_elements, rtol=rtol, atol=atol
-    )
+    items = collect(list(paths), keyword=keyword, max_elements=max_elements, rtol=rtol, atol=atol)
     engine = _engine(engine)
     options = _options(
         engine,

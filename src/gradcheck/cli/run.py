@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import os
 from pathlib import Path
@@ -186,7 +185,7 @@ def run(
     ] = TIMEOUT,
 ) -> None:
     """Check every case against TensorFlow (or finite differences: --reference)."""
-    from ..cases import load_paths
+    from ..cases import collect
     from ..interrupts import Interrupted, handled
     from ..runner import RunOptions, default_isolation, needs_tensorflow, prefetch_tensorflow
 
@@ -208,7 +207,7 @@ def run(
             prefetch_tensorflow()  # at once: it imports while the files load
         try:
             load_ops(ops_files)
-            items = load_paths(
+            collected = collect(
                 paths or DEFAULT_PATHS,
                 keyword=keyword,
                 max_elements=max_elements,
@@ -223,7 +222,7 @@ def run(
             Path(os.path.abspath(output)) if output is not None else None
         )  # an engine may chdir
         report = _Report(format, output, verbose=verbose, quiet=quiet, durations=durations)
-        report.run(items, engine_arg, options)
+        report.run(collected, engine_arg, options)
 
 
 def _signal_exit(signal_name: str) -> int:
@@ -246,16 +245,20 @@ class _Report:
         self.console = stdout_console()
         self.rich_to_stdout = format not in FILE_FORMATS or output is not None
 
-    def run(self, items, engine, options) -> None:
+    def run(self, collected, engine, options) -> None:
         from ..interrupts import quiet
         from ..runner import run as run_cases
+        from .progress import progress
 
-        with _progress(self.console, len(items), show=self.rich_to_stdout) as on_result:
-            result = run_cases(items, engine, options, on_result=on_result)
+        total = len(collected.items)
+        with progress(self.console, total, show=self.rich_to_stdout) as on_result:
+            result = run_cases(collected, engine, options, on_result=on_result)
         with quiet():  # a second ^C must not cut the report short
             problem = self.write(result)
         if problem:
             echo_err(f"gradcheck: error: {problem}")
+        elif not result.cases and not self.rich_to_stdout:  # the rich summary says why
+            echo_err(f"gradcheck: no cases ran: {result.nothing_found}")
         code = result.exit_code
         raise typer.Exit(code if result.interrupted or not problem else EXIT_USAGE)
 
@@ -288,30 +291,6 @@ class _Report:
         except OSError as e:
             return f"cannot write the report to {self.output}: {e.strerror or e}"
         return None
-
-
-PROGRESS_MIN_CASES = 5  # shorter runs finish before a bar would be worth drawing
-
-
-@contextlib.contextmanager
-def _progress(console, total: int, *, show: bool):
-    """A transient progress bar while the cases run, yielding the runner's `on_result`.
-
-    Only on a terminal, for runs of more than PROGRESS_MIN_CASES cases, and never when
-    stdout carries the JSON or JUnit report.
-    """
-    if not (show and console.is_terminal and total > PROGRESS_MIN_CASES):
-        yield None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    bar = Progress(
-        "{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=console, transient=True,
-    )  # fmt: skip
-    with bar:
-        task = bar.add_task("checking", total=total)
-        yield lambda case: bar.advance(task)
 
 
 def _file_format(format: Format | None, output: Path) -> Format:
