@@ -21,7 +21,7 @@ import sys
 import threading
 
 # Each registers its commands, in the order --help lists them.
-from . import run, cases, ops, fuzz  # noqa: F401  # isort: skip
+from . import run, check, cases, ops, fuzz  # noqa: F401  # isort: skip
 from .cache import cache_app
 from .common import app
 from .run import bare_diagnose

@@ -70,6 +70,7 @@ def bare_diagnose(args: list[str]) -> list[str]:
 @app.command(cls=RunCommand)
 @boundary
 def run(
+    ctx: typer.Context,
     paths: Paths = None,
     ops_files: OpsFiles = None,
     engine: Annotated[
@@ -183,6 +184,15 @@ def run(
             metavar="S",
         ),
     ] = TIMEOUT,
+    repro: Annotated[
+        Path | None,
+        typer.Option(
+            help="For each failing node the diagnosis names, write a small Python script "
+            "here (and its arrays, .npz) that calls the engine on that one op and prints "
+            "expected vs got.",
+            metavar="DIR",
+        ),
+    ] = None,
 ) -> None:
     """Check every case against TensorFlow (or finite differences: --reference)."""
     from ..cases import collect
@@ -207,8 +217,10 @@ def run(
             prefetch_tensorflow()  # at once: it imports while the files load
         try:
             load_ops(ops_files)
-            collected = collect(
-                paths or DEFAULT_PATHS,
+            given = ctx.obj  # `check`'s one case, instead of case files
+            gather = given.collect if given is not None else collect
+            collected = gather(
+                paths or (None if given else DEFAULT_PATHS),
                 keyword=keyword,
                 max_elements=max_elements,
                 rtol=rtol,
@@ -222,7 +234,7 @@ def run(
             Path(os.path.abspath(output)) if output is not None else None
         )  # an engine may chdir
         report = _Report(format, output, verbose=verbose, quiet=quiet, durations=durations)
-        report.run(collected, engine_arg, options)
+        report.run(collected, engine_arg, options, repro=(repro, engine))
 
 
 def _signal_exit(signal_name: str) -> int:
@@ -245,7 +257,7 @@ class _Report:
         self.console = stdout_console()
         self.rich_to_stdout = format not in FILE_FORMATS or output is not None
 
-    def run(self, collected, engine, options) -> None:
+    def run(self, collected, engine, options, *, repro=(None, None)) -> None:
         from ..interrupts import quiet
         from ..runner import run as run_cases
         from .progress import progress
@@ -255,6 +267,8 @@ class _Report:
             result = run_cases(collected, engine, options, on_result=on_result)
         with quiet():  # a second ^C must not cut the report short
             problem = self.write(result)
+        if repro[0] is not None:
+            _write_repro(repro[0], collected.items, result, repro[1])
         if problem:
             echo_err(f"gradcheck: error: {problem}")
         elif not result.cases and not self.rich_to_stdout:  # the rich summary says why
@@ -291,6 +305,18 @@ class _Report:
         except OSError as e:
             return f"cannot write the report to {self.output}: {e.strerror or e}"
         return None
+
+
+def _write_repro(folder: Path, items, result, engine: str) -> None:
+    """--repro: the scripts, and a line on stderr saying where (or why there are none)."""
+    from ..diagnosis.repro import write_repros
+
+    written, notes = write_repros(folder, items, result, engine)
+    for note in notes:
+        echo_err(f"gradcheck: --repro: {note}")
+    if written:
+        echo_err(f"gradcheck: --repro: {len(written)} script(s) in {folder}: {written[0]}" +
+                 (" ..." if len(written) > 1 else ""))  # fmt: skip
 
 
 def _file_format(format: Format | None, output: Path) -> Format:
