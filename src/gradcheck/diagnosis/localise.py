@@ -146,26 +146,15 @@ def check_nodes(
     reference_factory: ReferenceFactory = BuiltinEngine,
     rounding: str | None = None,
     only: Callable[[Node], bool] | None = None,
+    *,
+    run: bool = True,
 ) -> list[NodeCheck]:
     """Every op node checked alone (those `only` accepts, if given); `rounding`: a dtype
     (the engine's, when it computes in a lower precision than the case) whose rounding
-    differences do not fail a node."""
-    checks = node_checks(case, engine_factory, reference_factory, rounding, only)
-    for check in checks:
-        _check_node(check)
-    return checks
-
-
-def node_checks(
-    case: Case,
-    engine_factory: EngineFactory,
-    reference_factory: ReferenceFactory = BuiltinEngine,
-    rounding: str | None = None,
-    only: Callable[[Node], bool] | None = None,
-) -> list[NodeCheck]:
-    """`check_nodes`' checks before they run: each node's inputs (its arguments' values in
-    the case) and cotangent (drawn for every node in turn, so the same whatever `only`
-    leaves out)."""
+    differences do not fail a node. Not `run`: the checks as they would run, each with
+    its inputs (its arguments' values in the case) and cotangent (drawn for every node
+    in turn, so the same whatever `only` leaves out).
+    """
     values = node_values(case)
     rng = np.random.default_rng([case.seed, 0x10CA1])
     checks = []
@@ -189,6 +178,8 @@ def node_checks(
             rounding=rounding,
             output=values[node],
         )
+        if run:
+            _check_node(check)
         checks.append(check)
     return checks
 

@@ -12,6 +12,7 @@ and gradcheck only for a named stock engine (`torch`, `jax`, ...).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Sequence
@@ -23,7 +24,7 @@ from ..cases.model import Case, InvalidCase
 from ..engines.adapters import STOCK, load_engine
 from ..engines.builtin import BuiltinEngine
 from ..results import RunResult
-from .localise import NodeCheck, node_checks
+from .localise import NodeCheck, check_nodes
 
 FAILING = ("failed", "error")
 
@@ -35,7 +36,8 @@ def write_repros(
     failing cases that got none (and why)."""
     cases = {(c.file, c.name): c for c in items if isinstance(c, Case)}
     factory = load_engine(engine)
-    declared = dict(getattr(factory, "conventions", None) or {})
+    # The right answer, with the conventions the engine declares (as the diagnosis has it).
+    right = functools.partial(BuiltinEngine, dict(getattr(factory, "conventions", None) or {}))
     written: list[Path] = []
     notes: list[str] = []
     used: set[str] = set()
@@ -47,9 +49,7 @@ def write_repros(
         if not failing:
             notes.append(f"{result.id}: no node fails alone ({_why_none(result)})")
             continue
-        checks = node_checks(
-            case, factory, lambda: BuiltinEngine(declared), only=lambda n, f=failing: n.text in f
-        )
+        checks = check_nodes(case, factory, right, only=lambda n, f=failing: n.text in f, run=False)
         for check in checks:
             stem = _stem(f"{case.name}.{check.node.op.name}", used)
             folder.mkdir(parents=True, exist_ok=True)
