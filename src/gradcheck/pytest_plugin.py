@@ -381,6 +381,29 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     return f"gradcheck: engine {state.engine_spec}{files}{fuzz}"
 
 
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """As `gradcheck run` (SPEC §5): a session whose every case was skipped (the engine
+    lacks their ops) passes, and says that nothing was checked. (pytest itself exits 5
+    when nothing was collected or selected, and 4 for a malformed -k.)"""
+    if terminalreporter.config.stash.get(_STATE, None) is None:
+        return
+    cases = [
+        report
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        if isinstance(report, pytest.TestReport) and _is_case(report.nodeid)
+    ]
+    ran = [r for r in cases if r.when == "call" or r.skipped]
+    if ran and all(r.skipped for r in ran):
+        every = "the case was" if len(ran) == 1 else f"all {len(ran)} cases were"
+        terminalreporter.write_line(f"gradcheck: nothing was checked: {every} skipped", yellow=True)
+
+
+def _is_case(nodeid: str) -> bool:
+    path = nodeid.split("::")[0]
+    return path.endswith(SUFFIXES) and "::" in nodeid
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest's own -k/-m selection, which then applies
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
