@@ -29,7 +29,8 @@ unchanged. ``-p no:gradcheck`` unloads it altogether.
 Each case is an item ``path/file.yaml::case_name``; its tags are ``-k`` keywords. A
 failing case fails with gradcheck's plain-text report, its best explanation (top hint
 and fix) first; an engine error fails the same way; a case the engine does not support
-is skipped with the reason (``--gradcheck-strict``: it fails). The stale-gradients
+is skipped with the reason (``--gradcheck-strict``: it fails); a session whose every
+case was skipped says, after its summary, that nothing was checked. The stale-gradients
 check has ``gradcheck run``'s size limit (``--gradcheck-stale-check-limit N``). As with
 ``gradcheck run``, an engine other than the builtin one runs in a worker process kept
 for the session (``--gradcheck-isolate process|none``), so its crash, hang or exit
