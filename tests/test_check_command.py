@@ -160,3 +160,6 @@ def test_repro_says_why_a_failing_case_has_no_script(tmp_path: Path):
     assert result.exit_code == 1
     assert "no node fails alone (its nodes were not checked alone" in result.stderr
     assert not (tmp_path / "out").exists()
+    passing = invoke("check", "tanh(x)", "-i", "x=3", "--repro", "out")
+    assert passing.exit_code == 0 and "no case failed, no script written" in passing.stderr
+    assert not (tmp_path / "out").exists()

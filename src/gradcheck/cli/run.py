@@ -233,8 +233,11 @@ def run(
         output = (
             Path(os.path.abspath(output)) if output is not None else None
         )  # an engine may chdir
-        report = _Report(format, output, verbose=verbose, quiet=quiet, durations=durations)
-        report.run(collected, engine_arg, options, repro=(repro, engine))
+        report = _Report(
+            format, output, verbose=verbose, quiet=quiet, durations=durations,
+            repro=(repro, engine) if repro is not None else None,
+        )  # fmt: skip
+        report.run(collected, engine_arg, options)
 
 
 def _signal_exit(signal_name: str) -> int:
@@ -254,10 +257,11 @@ class _Report:
         self.verbose = settings["verbose"]
         self.quiet = settings["quiet"]
         self.durations = settings["durations"]
+        self.repro: tuple[Path, str] | None = settings["repro"]  # the folder, the --engine spec
         self.console = stdout_console()
         self.rich_to_stdout = format not in FILE_FORMATS or output is not None
 
-    def run(self, collected, engine, options, *, repro=(None, None)) -> None:
+    def run(self, collected, engine, options) -> None:
         from ..interrupts import quiet
         from ..runner import run as run_cases
         from .progress import progress
@@ -267,8 +271,8 @@ class _Report:
             result = run_cases(collected, engine, options, on_result=on_result)
         with quiet():  # a second ^C must not cut the report short
             problem = self.write(result)
-        if repro[0] is not None:
-            _write_repro(repro[0], collected.items, result, repro[1])
+            if self.repro is not None:
+                problem = _write_repro(*self.repro, collected.items, result) or problem
         if problem:
             echo_err(f"gradcheck: error: {problem}")
         elif not result.cases and not self.rich_to_stdout:  # the rich summary says why
@@ -307,16 +311,23 @@ class _Report:
         return None
 
 
-def _write_repro(folder: Path, items, result, engine: str) -> None:
-    """--repro: the scripts, and a line on stderr saying where (or why there are none)."""
+def _write_repro(folder: Path, engine: str, items, result) -> str | None:
+    """--repro: the scripts, and a line on stderr saying where (or why there are none);
+    what went wrong writing them, if anything."""
     from ..diagnosis.repro import write_repros
 
-    written, notes = write_repros(folder, items, result, engine)
+    try:
+        written, notes = write_repros(folder, items, result, engine)
+    except OSError as e:
+        return f"cannot write --repro scripts to {folder}: {e.strerror or e}"
     for note in notes:
         echo_err(f"gradcheck: --repro: {note}")
     if written:
         echo_err(f"gradcheck: --repro: {len(written)} script(s) in {folder}: {written[0]}" +
                  (" ..." if len(written) > 1 else ""))  # fmt: skip
+    elif not notes:
+        echo_err("gradcheck: --repro: no case failed, no script written")
+    return None
 
 
 def _file_format(format: Format | None, output: Path) -> Format:
