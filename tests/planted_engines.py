@@ -9,3 +9,17 @@ class LeadingOnly(FaultyEngine):
 
     def __init__(self) -> None:
         super().__init__(FAULTS["broadcast.leading-only"])
+
+
+class TanhFromInput(FaultyEngine):
+    """tanh's VJP computed from its input instead of its output: `g * (1 - x**2)`."""
+
+    def __init__(self) -> None:
+        super().__init__(FAULTS["tanh.from-input"])
+
+
+class ConcatFirstAxis(FaultyEngine):
+    """concat's VJP splits the gradient along the first axis whatever `axis` is."""
+
+    def __init__(self) -> None:
+        super().__init__(FAULTS["concat.first-axis"])

@@ -283,9 +283,12 @@ def test_fail_fast_stops_after_the_first_failure(tmp_path):
     everything = run(cases, E.WrongExp, RunOptions(diagnose=False))
     assert [c.status for c in everything.cases] == ["passed", "failed", "passed"]
     stopped = run(cases, E.WrongExp, RunOptions(fail_fast=True, diagnose=False))
-    assert [c.status for c in stopped.cases] == ["passed", "failed"]
+    assert [c.status for c in stopped.cases] == ["passed", "failed", "not run"]
+    assert stopped.fail_fast and stopped.exit_code == 1
     errored = run(cases, E.ExpRaises, RunOptions(fail_fast=True))
-    assert [c.status for c in errored.cases] == ["passed", "error"]
+    assert [c.status for c in errored.cases] == ["passed", "error", "not run"]
+    last = run(cases[:2], E.WrongExp, RunOptions(fail_fast=True, diagnose=False))
+    assert not last.fail_fast  # the failure was the last case: nothing left out
 
 
 # -- load_engine -------------------------------------------------------------------------

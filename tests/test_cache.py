@@ -368,13 +368,16 @@ def test_a_fully_cached_run_never_imports_tensorflow(tmp_path: Path, case_file: 
         report = json.loads(done.stdout)
         for timed in [report["summary"], *report["cases"]]:
             timed.pop("duration_s")
+        startups.append(report["summary"].pop("startup_s"))
         return report, imported == "tensorflow imported: True"
 
+    startups: list[float] = []
     cold, cold_imported = gradcheck()
     cached, cached_imported = gradcheck()
     required, required_imported = gradcheck("--require-cache")
     assert cold_imported, "the check must see the import when it happens"
     assert not cached_imported and not required_imported
+    assert startups[0] > 0 and startups[1:] == [0.0, 0.0]  # the start-up counted when paid
     assert cached == cold == required
     assert cold["reference"] == f"tensorflow {installed_version()}"
 

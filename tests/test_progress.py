@@ -17,7 +17,8 @@ from gradcheck.cli import run as run_command
 
 ENV = {"COLUMNS": "200", "NO_COLOR": None, "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
 DURATION = re.compile(r"^\d+\.\d\ds \S+::\S+$")
-SUMMARY = re.compile(r"^\d+ passed in \d+\.\d\ds$")
+STARTUP = r"(?: \(\+\d+\.\ds TensorFlow start-up\))?"  # when this run imported it
+SUMMARY = re.compile(rf"^\d+ passed in \d+\.\d\ds{STARTUP}$")
 
 
 def write_cases(folder, count: int):
@@ -135,3 +136,43 @@ def test_case_durations_leave_out_tensorflows_import(tmp_path):
     assert status == "passed"
     assert startup > 0.1  # importing TensorFlow takes seconds
     assert duration == pytest.approx(wall - startup, abs=0.05)
+
+
+def test_tensorflow_start_up_is_shown_and_counted_apart(tmp_path):
+    """A fresh process pays TensorFlow's import once: the progress bar says so while it
+    lasts (even for a run too short for a bar otherwise), and the summary and the JSON
+    report count it apart from the run's own time."""
+    script = textwrap.dedent(
+        """
+        import sys
+        from rich.console import Console
+        from gradcheck.cli import app, run
+
+        run.stdout_console = lambda: Console(force_terminal=True, highlight=False, width=120)
+        assert "tensorflow" not in sys.modules
+        app(["run", sys.argv[1], "--no-cache", "--output", "report.json"])
+        """
+    )
+    path = write_cases(tmp_path, 2)  # fewer than PROGRESS_MIN_CASES
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(path)], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert "starting TensorFlow" in done.stdout  # a frame of the transient bar
+    summary = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", done.stdout).rstrip().splitlines()[-1]
+    found = re.fullmatch(r"2 passed in (\d+\.\d\d)s \(\+(\d+\.\d)s TensorFlow start-up\)", summary)
+    assert found, summary
+    report = json.loads((tmp_path / "report.json").read_text())["summary"]
+    assert report["startup_s"] > 0.1  # importing TensorFlow takes seconds
+    assert float(found[2]) == pytest.approx(report["startup_s"], abs=0.051)  # the same, rounded
+    assert float(found[1]) == pytest.approx(report["duration_s"], abs=0.0051)
+    assert report["duration_s"] < report["startup_s"]  # two tiny cases: the import dominates
+
+
+def test_a_run_that_did_not_wait_for_tensorflow_counts_no_start_up(folder):
+    from gradcheck.engines import tensorflow
+
+    tensorflow.load_tensorflow()  # imported before the run, as by an earlier one
+    result = run(write_cases(folder, 2).name, "--no-cache", "--format", "json")
+    assert json.loads(result.stdout)["summary"]["startup_s"] == 0.0
+    assert "start-up" not in run(write_cases(folder, 2).name).stdout

@@ -175,6 +175,15 @@ def test_unusable_engine_fails_every_item_with_the_reason(project: pytest.Pytest
 # --- running (subprocess: TensorFlow is imported) -----------------------------------------
 
 
+def test_a_session_that_skipped_every_case_says_nothing_was_checked(
+    project: pytest.Pytester,
+) -> None:
+    result = project.runpytest_subprocess("--gradcheck", "cases", *ENGINE, "-k", "elementwise")
+    assert result.ret == pytest.ExitCode.OK  # as gradcheck run: skipped cases pass ...
+    result.assert_outcomes(skipped=1, deselected=2)
+    result.stdout.fnmatch_lines(["gradcheck: nothing was checked: the case was skipped"])
+
+
 def test_outcomes_report_and_junit(project: pytest.Pytester) -> None:
     result = project.runpytest_subprocess(
         "--gradcheck", "cases", *ENGINE, "-rsf", "--junitxml=report.xml"
@@ -195,6 +204,7 @@ def test_outcomes_report_and_junit(project: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(
         ["gradcheck: engine seed_engine.py (from --gradcheck-engine), case files under cases"]
     )
+    assert "nothing was checked" not in out
 
     suite = ET.parse(project.path / "report.xml").getroot().find("testsuite")
     assert suite is not None

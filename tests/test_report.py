@@ -174,8 +174,10 @@ def test_json_has_every_spec_key_with_the_right_types(run: RunResult) -> None:
         "skipped": 1,
         "invalid": 1,
         "not_run": 0,
+        "deselected": 0,
         "interrupted": None,
         "duration_s": 0.841,
+        "startup_s": 0.0,
         "root_causes": [],  # the run's diagnosis: this run was never diagnosed as a whole
         "ops": {},
     }
@@ -311,7 +313,12 @@ def test_rich_summary_line_is_pytest_style(run: RunResult) -> None:
 def test_summary_line_leaves_out_zero_counts_and_pluralises_errors() -> None:
     cases = [_error(), _error(), _passed()]
     assert summary_line(RunResult("e", "tf", cases, 1.5)) == "2 errors, 1 passed in 1.50s"
-    assert summary_line(RunResult("e", "tf", [], 0.0)) == "no cases ran in 0.00s"
+    assert summary_line(RunResult("e", "tf", [], 0.0)) == "no cases ran"
+    why = "-k 'zzz' deselected all 3 cases"
+    nothing = RunResult("e", "tf", [], 0.0, deselected=3, nothing_found=why)
+    assert summary_line(nothing) == f"no cases ran: {why}"
+    waited = RunResult("e", "tf", [_passed()], 1.234, deselected=2, startup_s=3.94)
+    assert summary_line(waited) == "1 passed, 2 deselected in 1.23s (+3.9s TensorFlow start-up)"
 
 
 def test_rich_fits_80_columns_without_escape_codes(run: RunResult) -> None:

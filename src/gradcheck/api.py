@@ -29,7 +29,9 @@ Where the command line and the API differ:
 
 * `CheckResult.passed` is true only for a case that passed: a check that was skipped
   (the engine does not support an op) checked nothing. `RunReport.passed` is the
-  command line's exit code 0, so there skipped cases pass unless ``strict=True``.
+  command line's exit code 0, so there skipped cases pass unless ``strict=True``
+  (`nothing_checked` says when every case was skipped), and a run that found or
+  selected no case does not pass (exit code 5; `nothing_found` says why).
 * Defaults are the command line's, and so is the config file (``[tool.gradcheck]`` of
   the nearest pyproject.toml, or gradcheck.toml): a keyword left at None is the
   config file's, else the default. So the reference cache is on, in
@@ -370,10 +372,11 @@ def run(
     ``--order``), and so are their defaults: an option left at None is the config file's,
     else the default. The report's `root_causes` and `ops` are the run's diagnosis and
     report card.
-    Invalid cases are reported in the result (exit code 2), not raised; a path that does
-    not exist or a bad engine raises a `GradcheckError`.
+    Invalid cases are reported in the result (exit code 2), not raised, and so is a run
+    with no case to check (exit code 5); a path that does not exist, a malformed
+    `keyword` or a bad engine raises a `GradcheckError`.
     """
-    from .cases import load_paths
+    from .cases import collect
     from .modes import run_defaults
     from .ops.user import load_ops_files
     from .runner import run as run_cases
@@ -386,7 +389,7 @@ def run(
                  reference=reference, ops=ops, timeout=timeout)  # fmt: skip
     settings = _settings(given)
     load_ops_files(list(settings.ops))
-    items = load_paths(
+    items = collect(
         list(settings.paths),
         keyword=keyword,
         max_elements=settings.max_elements,

@@ -35,7 +35,8 @@ unchanged. ``-p no:gradcheck`` unloads it altogether.
 Each case is an item ``path/file.yaml::case_name``; its tags are ``-k`` keywords. A
 failing case fails with gradcheck's plain-text report, its best explanation (top hint
 and fix) first; an engine error fails the same way; a case the engine does not support
-is skipped with the reason (``--gradcheck-strict``: it fails). The stale-gradients
+is skipped with the reason (``--gradcheck-strict``: it fails); a session whose every
+case was skipped says, after its summary, that nothing was checked. The stale-gradients
 check has ``gradcheck run``'s size limit (``--gradcheck-stale-check-limit N``). As with
 ``gradcheck run``, an engine other than the builtin one runs in a worker process kept
 for the session (``--gradcheck-isolate process|none``), so its crash, hang or exit
@@ -394,6 +395,29 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     fuzz = f", fuzz {state.fuzz_examples} examples" if state.fuzz_examples else ""
     origin = state.settings.engine_origin()
     return f"gradcheck: engine {state.engine_spec} {origin}{files}{fuzz}"
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """As `gradcheck run` (SPEC §5): a session whose every case was skipped (the engine
+    lacks their ops) passes, and says that nothing was checked. (pytest itself exits 5
+    when nothing was collected or selected, and 4 for a malformed -k.)"""
+    if terminalreporter.config.stash.get(_STATE, None) is None:
+        return
+    cases = [
+        report
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        if isinstance(report, pytest.TestReport) and _is_case(report.nodeid)
+    ]
+    ran = [r for r in cases if r.when == "call" or r.skipped]
+    if ran and all(r.skipped for r in ran):
+        every = "the case was" if len(ran) == 1 else f"all {len(ran)} cases were"
+        terminalreporter.write_line(f"gradcheck: nothing was checked: {every} skipped", yellow=True)
+
+
+def _is_case(nodeid: str) -> bool:
+    path = nodeid.split("::")[0]
+    return path.endswith(SUFFIXES) and "::" in nodeid
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest's own -k/-m selection, which then applies

@@ -14,6 +14,7 @@ Status = Literal["passed", "failed", "error", "skipped", "invalid", "not run"]
 STATUSES: tuple[Status, ...] = ("passed", "failed", "error", "skipped", "invalid", "not run")
 # A run stopped by a signal exits 128 + the signal's number, as a shell reports it.
 SIGNAL_EXIT = {"SIGINT": 130, "SIGTERM": 143}
+EXIT_NOTHING = 5  # no case was selected or found (SPEC §5), as pytest's "no tests ran"
 Confidence = Literal["exact", "likely", "possible"]
 CONFIDENCE_RANK = {"exact": 0, "likely": 1, "possible": 2}
 
@@ -236,6 +237,11 @@ class RunResult:
     ops: dict[str, OpRecord] = field(default_factory=dict)
     interrupted: str | None = None  # the signal that stopped the run ("SIGINT", "SIGTERM")
     engine_origin: str | None = None  # where the command line found it: "(from pyproject.toml)"
+    fail_fast: bool = False  # -x stopped the run at a failure: the cases after it are `not run`
+    deselected: int = 0  # cases -k left out
+    nothing_found: str | None = None  # why no case was selected or found, when none was
+    # TensorFlow's one-off import, when this run waited for it: not in `duration_s`.
+    startup_s: float = 0.0
 
     def count(self, status: str) -> int:
         return sum(1 for c in self.cases if c.status == status)
@@ -246,7 +252,9 @@ class RunResult:
         return {
             **counts,
             "interrupted": self.interrupted,
+            "deselected": self.deselected,
             "duration_s": round(self.duration_s, 3),
+            "startup_s": round(self.startup_s, 3),
             "root_causes": [cause.to_dict() for cause in self.root_causes],
             "ops": {op: record.to_dict() for op, record in self.ops.items()},
         }
@@ -259,8 +267,18 @@ class RunResult:
         return None
 
     @property
+    def nothing_checked(self) -> bool:
+        """Cases ran, and not one had its gradients compared: each was skipped (or with
+        --strict failed) as unsupported. SPEC §5: the summary says so."""
+        ran = [c for c in self.cases if c.status not in ("invalid", "not run")]
+        return bool(ran) and all(
+            c.status in ("skipped", "failed") and c.forward is None for c in ran
+        )
+
+    @property
     def exit_code(self) -> int:
-        """SPEC §5: 2 for an invalid case file, else 1 for any failure or error, else 0.
+        """SPEC §5: 2 for an invalid case file, else 1 for any failure or error, else 5
+        when no case was selected or found, else 0.
 
         Computed from the cases' reports alone, so nothing an engine does sets it. A run
         stopped by SIGINT or SIGTERM exits 130 or 143 whatever it found before.
@@ -271,4 +289,6 @@ class RunResult:
             return 2
         if self.count("failed") or self.count("error"):
             return 1
+        if not self.cases:
+            return EXIT_NOTHING
         return 0

@@ -27,6 +27,7 @@ from typing import Literal
 
 from . import interrupts
 from .cache import ReferenceCache, ReferenceNotCached
+from .cases.loader import Collected
 from .cases.model import LOW_PRECISION, Case, InvalidCase
 from .checking import (
     EngineOutcome,
@@ -169,6 +170,11 @@ def prefetch_tensorflow() -> None:
     if _import is None and tensorflow_module.installed_version() is not None:
         _import = threading.Thread(target=_import_quietly, name="gradcheck-import", daemon=True)
         _import.start()
+
+
+def starting_tensorflow() -> bool:
+    """Whether TensorFlow's one-off import is under way (the progress bar says so)."""
+    return (_import is not None and _import.is_alive()) or tensorflow_module.importing()
 
 
 def _import_quietly() -> None:
@@ -343,9 +349,7 @@ class _Reference:
 
     def import_wait(self) -> float:
         """The seconds of TensorFlow's import that this case spent waiting for."""
-        span = tensorflow_module.import_span
-        start, end = self.span
-        return 0.0 if span is None else max(0.0, min(span[1], end) - max(span[0], start))
+        return _overlap(tensorflow_module.import_span, *self.span)
 
 
 def _exact_run(case: Case, options: RunOptions, declared: dict[str, str]) -> EngineRun | None:
@@ -376,24 +380,28 @@ def check_case(
 
 
 def run(
-    items: Sequence[Case | InvalidCase],
+    items: Sequence[Case | InvalidCase] | Collected,
     engine: str | EngineFactory,
     options: RunOptions = RunOptions(),
     on_result: Callable[[CaseResult], None] | None = None,
 ) -> RunResult:
     """Check every case in order; invalid ones are reported as they are, never run.
 
-    `engine` is an ``--engine`` spec or an engine factory. TensorFlow's import starts at
-    once (when a reference may need it), as do the workers' imports of the engine. A
-    SIGINT or SIGTERM caught by `interrupts.handled` ends the run early with the rest of
-    the cases `not run`.
+    `items` are cases, or what `cases.collect` found (then the report says what -k
+    deselected, and why nothing ran when nothing was found). `engine` is an ``--engine``
+    spec or an engine factory. TensorFlow's import starts at once (when a reference may
+    need it), as do the workers' imports of the engine. A SIGINT or SIGTERM caught by
+    `interrupts.handled` ends the run early with the rest of the cases `not run`; so
+    does a failure under `fail_fast`.
     """
     started = time.perf_counter()
+    collected = items if isinstance(items, Collected) else None
+    items = collected.items if collected is not None else items
     results: list[CaseResult] = []
     cases = [item for item in items if isinstance(item, Case)]
     if cases and needs_tensorflow(options):
         prefetch_tensorflow()
-    interrupted = None
+    interrupted, stopped = None, False
     checker = Checker(engine, options) if cases else None
     try:
         if checker is not None:
@@ -409,22 +417,45 @@ def run(
             if on_result:
                 on_result(result)
             if options.fail_fast and result.status in ("failed", "error"):
+                stopped = len(results) < len(items)
+                why = "the run stopped at the first failure (-x)"
+                results += [_not_run(item, why) for item in items[len(results) :]]
                 break
     except interrupts.Interrupted as stop:
         interrupted = stop.signal
-        results += [_not_run(item, stop.signal) for item in items[len(results) :]]
+        why = f"the run was interrupted by {stop.signal}"
+        results += [_not_run(item, why) for item in items[len(results) :]]
     finally:
         if checker is not None:
             checker.close()
         _import_done()
+    ended = time.perf_counter()
+    startup = _startup(started, ended)
     ran = RunResult(
         engine=checker.engine_name if checker else _name(engine),
         reference=_label(items, options),
         cases=results,
-        duration_s=time.perf_counter() - started,
+        duration_s=ended - started - _overlap(startup, started, ended),
         interrupted=interrupted,
+        fail_fast=stopped,
+        deselected=collected.deselected if collected is not None else 0,
+        nothing_found=collected.nothing_found if collected is not None else None,
+        startup_s=startup[1] - startup[0] if startup else 0.0,
     )
     return diagnose_run(ran, causes=bool(options.diagnose))
+
+
+def _startup(started: float, ended: float) -> tuple[float, float] | None:
+    """TensorFlow's one-off import, when it was still under way as the run started (the
+    run, or `prefetch_tensorflow` just before it, began it) and ended before it ended."""
+    span = tensorflow_module.import_span
+    if span is None or span[1] < started or span[1] > ended:
+        return None
+    return span
+
+
+def _overlap(span: tuple[float, float] | None, started: float, ended: float) -> float:
+    return 0.0 if span is None else max(0.0, min(span[1], ended) - max(span[0], started))
 
 
 def _label(items: Sequence[Case | InvalidCase], options: RunOptions) -> str:
@@ -446,7 +477,7 @@ def _invalid(item: InvalidCase) -> CaseResult:
     )
 
 
-def _not_run(item: Case | InvalidCase, signal_name: str) -> CaseResult:
+def _not_run(item: Case | InvalidCase, why: str) -> CaseResult:
     if isinstance(item, InvalidCase):
         return _invalid(item)
     return CaseResult(
@@ -455,7 +486,7 @@ def _not_run(item: Case | InvalidCase, signal_name: str) -> CaseResult:
         item.line,
         "not run",
         expr=item.expr,
-        message=f"not run: the run was interrupted by {signal_name}",
+        message=f"not run: {why}",
         tags=list(item.tags),
     )
 

@@ -42,6 +42,7 @@ import math
 import os
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,7 @@ from .model import (
     numpy_dtype,
 )
 from .reading import Map, Seq, check_read, line_of, read_text, read_yaml
-from .selection import matches
+from .selection import selector
 
 TOP_KEYS = ("defaults", "cases")
 CASE_KEYS = (
@@ -187,19 +188,52 @@ def _located(value: Any, line: int) -> Any:
     return value
 
 
+@dataclass
+class Collected:
+    """What `collect` found: the items to run, and what a run that has none says why."""
+
+    items: list[Case | InvalidCase]
+    paths: list[Path]
+    files: int  # case files read
+    keyword: str | None = None
+    deselected: int = 0  # cases `keyword` left out
+
+    @property
+    def nothing_found(self) -> str | None:
+        """Why no case was selected or found (SPEC §5's exit 5), None when one was."""
+        if self.items:
+            return None
+        where = ", ".join(str(p) for p in self.paths)
+        if self.deselected:
+            every = "the case" if self.deselected == 1 else f"all {self.deselected} cases"
+            return f"-k {self.keyword!r} deselected {every}"
+        if not self.files:
+            return f"no case files (*.yaml, *.yml) in {where}"
+        return f"the case files in {where} hold no cases"
+
+
 def load_paths(
     paths: Sequence[str | Path], *, keyword: str | None = None, **options: Any
 ) -> list[Case | InvalidCase]:
+    """`collect`'s items."""
+    return collect(paths, keyword=keyword, **options).items
+
+
+def collect(
+    paths: Sequence[str | Path], *, keyword: str | None = None, **options: Any
+) -> Collected:
     """Every case of the files `paths` name (see `discover`), those matching `keyword`
-    (``-k``) if given; invalid ones always, since a broken file needs fixing whatever
-    is selected. `options` are `load_file`'s. A folder that cannot be read is an
-    `InvalidCase` of its own; cases past the run's element total (`RUN_ELEMENTS` times
-    ``max_elements``) are invalid, saying so.
+    (``-k``, `selection`) if given; invalid ones always, since a broken file needs fixing
+    whatever is selected. `options` are `load_file`'s. A folder that cannot be read is
+    an `InvalidCase` of its own; cases past the run's element total (`RUN_ELEMENTS`
+    times ``max_elements``) are invalid, saying so. A malformed `keyword` or a bad
+    --rtol/--atol is a `UsageError`, raised before any file is read.
     """
     for key in ("rtol", "atol"):
         value = options.get(key)
         if value is not None and not (math.isfinite(value) and value >= 0):
             raise UsageError(f"--{key} must be a finite number >= 0, got {value}")
+    selected = selector(keyword) if keyword else None
     unreadable: list[tuple[Path, str]] = []
     files = discover(paths, unreadable)
     items: list[Case | InvalidCase] = [
@@ -207,9 +241,11 @@ def load_paths(
         for folder, why in unreadable
     ]
     items += [item for path in files for item in load_file(path, **options)]
-    if keyword:
-        items = [i for i in items if not isinstance(i, Case) or matches(keyword, i.name, i.tags)]
-    return _within_run_total(items, RUN_ELEMENTS * options.get("max_elements", MAX_ELEMENTS))
+    found = len(items)
+    if selected is not None:
+        items = [i for i in items if not isinstance(i, Case) or selected(i.name, i.tags)]
+    items = _within_run_total(items, RUN_ELEMENTS * options.get("max_elements", MAX_ELEMENTS))
+    return Collected(items, [Path(p) for p in paths], len(files), keyword, found - len(items))
 
 
 def _within_run_total(items: list[Case | InvalidCase], limit: int) -> list[Case | InvalidCase]:

@@ -1,14 +1,16 @@
 """The command line (SPEC §5).
 
-Exit codes: 0 every case passed or was skipped; 1 a gradient or forward mismatch, or an
-engine error; 2 a usage error, an invalid case file (after every problem is reported) or
-a report that cannot be written (after the terminal report); 130 or 143 a run stopped by
-SIGINT or SIGTERM (after the report of what it checked). Reports go to stdout, problems
-with the command line to stderr. TensorFlow is imported only by `run`, in the background
-from its start, and only when a case may need a reference the cache (`--cache-dir`,
-default `.gradcheck_cache/`) does not hold; under `--require-cache` such a case is an
-error (exit 1). `fuzz` (SPEC §10): 1 when it found a bug, 0 when none in its budget, 2 a
-usage error.
+Exit codes: 0 every case passed or was skipped (every case skipped: the summary says
+nothing was checked); 1 a gradient or forward mismatch, or an engine error; 2 a usage
+error (a malformed `-k` included), an invalid case file (after every problem is
+reported) or a report that cannot be written (after the terminal report); 5 no case was
+selected or found (the summary, or stderr beside a JSON or JUnit report, says why); 130
+or 143 a run stopped by SIGINT or SIGTERM (after the report of what it checked).
+Reports go to stdout, problems with the command line to stderr. TensorFlow is imported
+only by `run`, in the background from its start, and only when a case may need a
+reference the cache (`--cache-dir`, default `.gradcheck_cache/`) does not hold; under
+`--require-cache` such a case is an error (exit 1). `fuzz` (SPEC §10): 1 when it found
+a bug, 0 when none in its budget, 2 a usage error.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import sys
 import threading
 
 # Each registers its commands, in the order --help lists them.
-from . import run, cases, ops, fuzz  # noqa: F401  # isort: skip
+from . import run, check, cases, ops, fuzz  # noqa: F401  # isort: skip
 from .cache import cache_app
 from .common import app
 from .run import bare_diagnose

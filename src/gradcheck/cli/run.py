@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import os
 from pathlib import Path
@@ -70,6 +69,7 @@ def bare_diagnose(args: list[str]) -> list[str]:
 @app.command(cls=RunCommand)
 @boundary
 def run(
+    ctx: typer.Context,
     paths: Paths = None,
     ops_files: OpsFiles = None,
     engine: Annotated[
@@ -215,12 +215,21 @@ def run(
             max=2,
         ),
     ] = 1,
+    repro: Annotated[
+        Path | None,
+        typer.Option(
+            help="For each failing node the diagnosis names, write a small Python script "
+            "here (and its arrays, .npz) that calls the engine on that one op and prints "
+            "expected vs got.",
+            metavar="DIR",
+        ),
+    ] = None,
 ) -> None:
     """Check every case against TensorFlow (or finite differences: --reference).
 
     Options not given come from [tool.gradcheck] in the nearest pyproject.toml, or from
     gradcheck.toml (see the README), else from the defaults shown."""
-    from ..cases import load_paths
+    from ..cases import collect
     from ..interrupts import Interrupted, handled
     from ..modes import run_defaults
     from ..runner import needs_tensorflow, prefetch_tensorflow
@@ -253,8 +262,10 @@ def run(
             prefetch_tensorflow()  # at once: it imports while the files load
         try:
             load_ops(list(settings.ops))
-            items = load_paths(
-                list(settings.paths),
+            one_case = ctx.obj  # `check`'s one case, instead of case files
+            gather = one_case.collect if one_case is not None else collect
+            collected = gather(
+                None if one_case is not None else list(settings.paths),
                 keyword=keyword,
                 max_elements=settings.max_elements,
                 rtol=settings.rtol,
@@ -267,8 +278,11 @@ def run(
         output = (
             Path(os.path.abspath(output)) if output is not None else None
         )  # an engine may chdir
-        report = _Report(format, output, verbose=verbose, quiet=quiet, durations=durations)
-        report.run(items, engine_arg, options, engine_origin=settings.engine_origin())
+        report = _Report(
+            format, output, verbose=verbose, quiet=quiet, durations=durations,
+            repro=(repro, engine) if repro is not None else None,
+        )  # fmt: skip
+        report.run(collected, engine_arg, options, engine_origin=settings.engine_origin())
 
 
 def _signal_exit(signal_name: str) -> int:
@@ -288,20 +302,27 @@ class _Report:
         self.verbose = settings["verbose"]
         self.quiet = settings["quiet"]
         self.durations = settings["durations"]
+        self.repro: tuple[Path, str] | None = settings["repro"]  # the folder, the --engine spec
         self.console = stdout_console()
         self.rich_to_stdout = format not in FILE_FORMATS or output is not None
 
-    def run(self, items, engine, options, engine_origin: str | None = None) -> None:
+    def run(self, collected, engine, options, engine_origin: str | None = None) -> None:
         from ..interrupts import quiet
         from ..runner import run as run_cases
+        from .progress import progress
 
-        with _progress(self.console, len(items), show=self.rich_to_stdout) as on_result:
-            result = run_cases(items, engine, options, on_result=on_result)
+        total = len(collected.items)
+        with progress(self.console, total, show=self.rich_to_stdout) as on_result:
+            result = run_cases(collected, engine, options, on_result=on_result)
         result.engine_origin = engine_origin
         with quiet():  # a second ^C must not cut the report short
             problem = self.write(result)
+            if self.repro is not None:
+                problem = _write_repro(*self.repro, collected.items, result) or problem
         if problem:
             echo_err(f"gradcheck: error: {problem}")
+        elif not result.cases and not self.rich_to_stdout:  # the rich summary says why
+            echo_err(f"gradcheck: no cases ran: {result.nothing_found}")
         code = result.exit_code
         raise typer.Exit(code if result.interrupted or not problem else EXIT_USAGE)
 
@@ -336,28 +357,23 @@ class _Report:
         return None
 
 
-PROGRESS_MIN_CASES = 5  # shorter runs finish before a bar would be worth drawing
+def _write_repro(folder: Path, engine: str, items, result) -> str | None:
+    """--repro: the scripts, and a line on stderr saying where (or why there are none);
+    what went wrong writing them, if anything."""
+    from ..diagnosis.repro import write_repros
 
-
-@contextlib.contextmanager
-def _progress(console, total: int, *, show: bool):
-    """A transient progress bar while the cases run, yielding the runner's `on_result`.
-
-    Only on a terminal, for runs of more than PROGRESS_MIN_CASES cases, and never when
-    stdout carries the JSON or JUnit report.
-    """
-    if not (show and console.is_terminal and total > PROGRESS_MIN_CASES):
-        yield None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    bar = Progress(
-        "{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=console, transient=True,
-    )  # fmt: skip
-    with bar:
-        task = bar.add_task("checking", total=total)
-        yield lambda case: bar.advance(task)
+    try:
+        written, notes = write_repros(folder, items, result, engine)
+    except OSError as e:
+        return f"cannot write --repro scripts to {folder}: {e.strerror or e}"
+    for note in notes:
+        echo_err(f"gradcheck: --repro: {note}")
+    if written:
+        echo_err(f"gradcheck: --repro: {len(written)} script(s) in {folder}: {written[0]}" +
+                 (" ..." if len(written) > 1 else ""))  # fmt: skip
+    elif not notes:
+        echo_err("gradcheck: --repro: no case failed, no script written")
+    return None
 
 
 def _file_format(format: Format | None, output: Path) -> Format:

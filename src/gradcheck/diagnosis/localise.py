@@ -204,11 +204,16 @@ def check_nodes(
     rounding: str | None = None,
     only: Callable[[Node], bool] | None = None,
     kind: type[NodeCheck] = NodeCheck,
+    *,
+    run: bool = True,
 ) -> list[NodeCheck]:
     """Every op node checked alone (those `only` accepts, if given); `rounding`: a dtype
     (the engine's, when it computes in a lower precision than the case) whose rounding
     differences do not fail a node; `kind`: what is checked (a `NodeCheck` subclass checks
-    another rule than the VJP)."""
+    another rule than the VJP). Not `run`: the checks as they would run, each with its
+    inputs (its arguments' values in the case) and direction (drawn for every node in
+    turn, so the same whatever `only` leaves out).
+    """
     values = node_values(case)
     rng = np.random.default_rng([case.seed, kind.stream])
     checks = []
@@ -233,7 +238,8 @@ def check_nodes(
             rounding=rounding,
             output=values[node],
         )
-        _check_node(check)
+        if run:
+            _check_node(check)
         checks.append(check)
     return checks
 

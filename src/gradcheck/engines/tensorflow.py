@@ -54,6 +54,11 @@ import_span: tuple[float, float] | None = None
 _IMPORTING = threading.Lock()  # the reference's thread and the main thread may both ask
 
 
+def importing() -> bool:
+    """Whether `load_tensorflow` is importing TensorFlow now, on some thread."""
+    return _IMPORTING.locked()
+
+
 @cache
 def load_tensorflow() -> Any:
     global import_span

@@ -20,7 +20,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from gradcheck.report.rich_summary import citation, run_summary
+from gradcheck.report.rich_summary import citation, run_summary, summary_notes
 from gradcheck.report.text import no_workflow_commands, printable
 from gradcheck.results import CaseResult, Comparison, Hint, RunResult
 
@@ -77,8 +77,8 @@ def _render(run: RunResult, console: Console, verbose: bool, quiet: bool) -> Non
         header = f"gradcheck: engine {run.engine}{origin}, reference {run.reference}"
         console.print(_plain(header, style="dim"))
     for case in run.cases:
-        if quiet and case.passed:
-            continue
+        if (quiet and case.passed) or (run.fail_fast and case.status == "not run"):
+            continue  # the summary counts the cases -x left out
         render_case(case, console, verbose, cause=citation(run, case))
     for renderable in run_summary(run, card=not quiet):
         console.print(renderable)
@@ -116,21 +116,27 @@ def plain_text(case: CaseResult, *, width: int = 80, cause: str | None = None) -
 
 
 def summary_line(run: RunResult) -> str:
-    """pytest-style totals: `1 failed, 12 passed, 2 skipped in 0.84s` (zero counts left out)."""
+    """pytest-style totals: `1 failed, 12 passed, 2 skipped in 0.84s` (zero counts left out),
+    then `rich_summary.summary_notes`; for a run without cases, why it had none."""
     parts = []
     for status in ("failed", "error", "invalid", "passed", "skipped", "not run"):
         count = run.count(status)
         if count:
             noun = "errors" if status == "error" and count > 1 else status
             parts.append(f"{count} {noun}")
-    counts = ", ".join(parts) or "no cases ran"
+    if run.deselected:
+        parts.append(f"{run.deselected} deselected")
+    if not run.cases:
+        return f"no cases ran: {run.nothing_found}" if run.nothing_found else "no cases ran"
     stopped = f"interrupted by {run.interrupted}: " if run.interrupted else ""
-    return f"{stopped}{counts} in {run.duration_s:.2f}s"
+    return f"{stopped}{', '.join(parts)} in {run.duration_s:.2f}s" + "".join(summary_notes(run))
 
 
 def _summary_style(run: RunResult) -> str:
     bad = run.interrupted or any(run.count(s) for s in ("failed", "error", "invalid"))
-    return "bold red" if bad else "bold green"
+    if bad:
+        return "bold red"
+    return "bold yellow" if run.exit_code or run.nothing_checked else "bold green"
 
 
 def headline(case: CaseResult) -> str:

@@ -18,6 +18,7 @@ from rich.text import Text
 from gradcheck.results import CaseResult, OpRecord, RootCause, RunResult
 
 SHOWN_CASES = 6  # case ids listed under a cause; the JSON report has them all
+STARTUP_SHOWN_S = 0.05  # a start-up shorter than this is not worth a mention
 CONFIDENCE_STYLE = {"exact": "bold green", "likely": "yellow", "possible": "dim"}
 
 
@@ -31,6 +32,17 @@ def citation(run: RunResult, case: CaseResult) -> str | None:
         f"root cause {number} of the run ({cause.hint.code}), shared by {len(cause.cases)} "
         "failing cases"
     )
+
+
+def summary_notes(run: RunResult) -> Iterator[str]:
+    """What the summary line adds after its totals (SPEC §5): the one-off start-up left out
+    of them, why cases did not run, that nothing was checked."""
+    if run.startup_s >= STARTUP_SHOWN_S:
+        yield f" (+{run.startup_s:.1f}s TensorFlow start-up)"
+    if run.fail_fast:
+        yield ": -x stopped the run at the first failure"
+    if run.nothing_checked:
+        yield "; nothing was checked"
 
 
 def run_summary(run: RunResult, *, card: bool = True) -> Iterator[RenderableType]:
