@@ -265,7 +265,7 @@ def run(
             one_case = ctx.obj  # `check`'s one case, instead of case files
             gather = one_case.collect if one_case is not None else collect
             collected = gather(
-                None if one_case is not None else list(settings.paths),
+                paths if one_case is not None else list(settings.paths),
                 keyword=keyword,
                 max_elements=settings.max_elements,
                 rtol=settings.rtol,
