@@ -58,8 +58,9 @@ def load_engine(spec: str) -> EngineFactory:
         )
     for method in missing_methods(engine):
         raise UsageError(
-            f"--engine {spec}: {class_name} has no {method}() method (SPEC §4; a functional "
-            "engine implements vjp() instead of leaf, constant and grad)"
+            f"--engine {spec}: {class_name} has no {method}() method (an adapter "
+            "implements leaf, value and grad; a functional one vjp() instead; "
+            "`gradcheck init-engine` writes one)"
         )
     if getattr(engine, "conventions", None):
         try:
