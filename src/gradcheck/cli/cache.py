@@ -38,6 +38,7 @@ def cache_verify(
     """
     from ..cache import ReferenceCache
     from ..lock import verify
+    from ..report.text import plural
 
     found = verify(
         _valid_cases(paths), ReferenceCache(cache_dir, read_only=True), sample=sample, seed=seed
@@ -45,8 +46,8 @@ def cache_verify(
     for case, problem in found.differ:
         typer.echo(f"DIFFERS {case.location}::{case.name}: the entry {problem}")
     typer.echo(
-        f"{len(found.checked)} cached references recomputed, {len(found.differ)} differ"
-        + (f"; {len(found.not_cached)} cases have none cached" if found.not_cached else "")
+        f"{plural(len(found.checked), 'cached reference')} recomputed, {len(found.differ)} differ"
+        + (f"; {plural(len(found.not_cached), 'case')} with none cached" if found.not_cached else "")
     )
     raise typer.Exit(1 if found.differ else EXIT_OK)
 

@@ -14,6 +14,7 @@ from typer.core import TyperCommand
 from .. import __version__
 from ..defaults import MAX_ELEMENTS, STALE_CHECK_LIMIT, TIMEOUT
 from ..errors import GradcheckError
+from .cases import print_problems
 from .common import (
     DEFAULT_PATHS,
     EXIT_USAGE,
@@ -215,6 +216,7 @@ def run(
                 rtol=rtol,
                 atol=atol,
             )
+            print_problems(items)  # case-file problems on stderr, before anything runs
             engine_arg = engine if options.isolate == "process" else engine_factory(engine)
         except Interrupted as stop:
             echo_err(f"gradcheck: interrupted by {stop.signal} before any case ran")
@@ -271,7 +273,7 @@ class _Report:
             Format.html: lambda: to_html(result, tool_version=__version__),
         }
         if self.rich_to_stdout:
-            render(result, self.console, verbose=verbose, quiet=self.quiet)
+            render(result, self.console, verbose=verbose, quiet=self.quiet, problems=False)
             if format is Format.github and into_file is not Format.github:
                 typer.echo(writers[format](), nl=False)  # people read the report, the runner these
         else:

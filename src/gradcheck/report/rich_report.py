@@ -54,30 +54,47 @@ CAPTURED_TAIL_LINES = 20
 INDENT = 2
 
 
-def render(run: RunResult, console: Console, *, verbose: bool = False, quiet: bool = False) -> None:
+def render(
+    run: RunResult,
+    console: Console,
+    *,
+    verbose: bool = False,
+    quiet: bool = False,
+    problems: bool = True,
+) -> None:
     """Print the whole run: every case (only failures when `quiet`), the run's diagnosis and
     (unless `quiet`) its report card, then the summary.
 
-    Whole, once rendered: without the blanks rich pads lines with and, off a terminal
+    `problems=False` leaves the invalid cases out (the command line has shown them on
+    stderr). Whole, once rendered: without the blanks rich pads lines with and, off a terminal
     (a CI log), once no line of it can start a workflow command.
     """
     with console.capture() as captured:
-        _render(run, console, verbose, quiet)
+        _render(run, console, verbose, quiet, problems)
     text = without_trailing_blanks(captured.get())
     console.file.write(text if console.is_terminal else no_workflow_commands(text))
 
 
-def _render(run: RunResult, console: Console, verbose: bool, quiet: bool) -> None:
+def _render(run: RunResult, console: Console, verbose: bool, quiet: bool, problems: bool) -> None:
     if not quiet:
         header = f"gradcheck: engine {run.engine}, reference {run.reference}"
         console.print(_plain(header, style="dim"))
     for case in run.cases:
-        if quiet and case.passed:
+        if (quiet and case.passed) or (not problems and case.status == "invalid"):
             continue
         render_case(case, console, verbose, cause=citation(run, case))
     for renderable in run_summary(run, card=not quiet):
         console.print(renderable)
     console.print(Text(summary_line(run), style=_summary_style(run)))
+
+
+def render_problems(problems: list[tuple[str, str]], console: Console) -> None:
+    """Case-file problems, each `(file:line, message)`, as `INVALID` lines: the command
+    line prints them on stderr, where problems go whatever the report's format."""
+    with console.capture() as captured:
+        for location, message in problems:
+            console.print(problem_lines(location, message, console.width))
+    console.file.write(without_trailing_blanks(captured.get()))
 
 
 def render_case(
@@ -196,13 +213,16 @@ def _status_line(case: CaseResult, case_id: str, detail: Text, width: int) -> Re
 
 
 def _invalid_lines(case: CaseResult, width: int) -> RenderableType:
+    return problem_lines(case.location, case.message, width, STATUS_WORD[case.status])
+
+
+def problem_lines(location: str, message: str, width: int, word: str = "INVALID") -> RenderableType:
     """`INVALID file:line: problem`, a line per problem of the case, wrapped at words."""
-    word = Text(f"{STATUS_WORD[case.status]:<7}", STATUS_STYLE[case.status])
+    status = {v: k for k, v in STATUS_WORD.items()}[word]
     # Case-file errors usually already start with `file:line:`; don't repeat it.
-    message = case.message
-    if not message.startswith(case.location):
-        message = f"{case.location}: {message}"
-    return _hanging(word, None, _plain(message), width)
+    if not message.startswith(location):
+        message = f"{location}: {message}"
+    return _hanging(Text(f"{word:<7}", STATUS_STYLE[status]), None, _plain(message), width)
 
 
 def _hanging(word: Text, case_id: Text | None, detail: Text, width: int) -> RenderableType:
@@ -253,10 +273,12 @@ def _indented(renderable: RenderableType, level: int = 1) -> Padding:
 
 def _expr(case: CaseResult) -> Table:
     """`expr` and the expression, its lines (bindings, then the output) as one block."""
-    return _labelled([("expr", Text("\n".join(_expr_lines(case.expr)), style="cyan"))])
+    return _labelled([("expr", Text("\n".join(expr_lines(case.expr)), style="cyan"))])
 
 
-def _expr_lines(expr: str) -> list[str]:
+def expr_lines(expr: str) -> list[str]:
+    """An expression's lines, control characters escaped, blank ones and the common margin
+    dropped: a block scalar's lines as the case file shows them."""
     lines = [line.rstrip() for line in printable(expr.strip("\n")).splitlines()]
     lines = [line for line in lines if line.strip()]
     margin = min(len(line) - len(line.lstrip()) for line in lines) if lines else 0

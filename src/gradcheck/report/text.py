@@ -71,3 +71,8 @@ def wrap_lines(text: str, width: int) -> str:
             drop_whitespace=True,
         ) or [line[:width]]
     return "\n".join(out)
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """`1 case`, `2 cases` (`nouns` when the plural is not `noun` + s)."""
+    return f"{count} {noun if count == 1 else nouns or noun + 's'}"
