@@ -47,7 +47,11 @@ def cache_verify(
         typer.echo(f"DIFFERS {case.location}::{case.name}: the entry {problem}")
     typer.echo(
         f"{plural(len(found.checked), 'cached reference')} recomputed, {len(found.differ)} differ"
-        + (f"; {plural(len(found.not_cached), 'case')} with none cached" if found.not_cached else "")
+        + (
+            f"; {plural(len(found.not_cached), 'case')} with none cached"
+            if found.not_cached
+            else ""
+        )
     )
     raise typer.Exit(1 if found.differ else EXIT_OK)
 

@@ -56,7 +56,9 @@ def list_cases(
             if isinstance(item, Case):
                 console.print(_listed(item, console.width), soft_wrap=False)
     console.file.write(without_trailing_blanks(captured.get()))
-    console.print(plural(len(items) - invalid, "case") + (f", {invalid} invalid" if invalid else ""))
+    console.print(
+        plural(len(items) - invalid, "case") + (f", {invalid} invalid" if invalid else "")
+    )
     raise typer.Exit(EXIT_USAGE if invalid else EXIT_OK)
 
 

@@ -15,7 +15,8 @@ def _matmul_shape(a: Shape, b: Shape) -> Shape:
         )
     if a[-1] != b[-2]:
         raise ShapeError(
-            f"inner dimensions {a[-1]} and {b[-2]} differ (shapes {fmt_shape(a)} and {fmt_shape(b)})"
+            f"inner dimensions {a[-1]} and {b[-2]} differ "
+            f"(shapes {fmt_shape(a)} and {fmt_shape(b)})"
         )
     try:
         batch = broadcast_shapes(a[:-2], b[:-2])

@@ -151,7 +151,9 @@ def _array_lines(array: np.ndarray, width: int, *, small: bool = True) -> list[s
             return text.splitlines()
         text = np.array2string(array, threshold=0, edgeitems=edge, **options)
     if _widest(text) > width:  # one element per row is still too wide: let NumPy wrap
-        text = np.array2string(array, threshold=0, edgeitems=1, **{**options, "max_line_width": width})
+        text = np.array2string(
+            array, threshold=0, edgeitems=1, **{**options, "max_line_width": width}
+        )
     return text.splitlines()
 
 

@@ -18,8 +18,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from gradcheck.report.rich_summary import citation, run_summary
 from gradcheck.report.rich_arrays import comparison_rows, comparisons
+from gradcheck.report.rich_summary import citation, run_summary
 from gradcheck.report.text import (
     no_workflow_commands,
     printable,
