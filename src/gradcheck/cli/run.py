@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import os
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -217,7 +218,10 @@ def run(
                 atol=atol,
             )
             print_problems(items)  # case-file problems on stderr, before anything runs
-            engine_arg = engine if options.isolate == "process" else engine_factory(engine)
+            # What an engine's module prints on import is not the report's: stdout may
+            # carry JSON. (Its cases' output is captured with each case.)
+            with contextlib.redirect_stdout(sys.stderr):
+                engine_arg = engine if options.isolate == "process" else engine_factory(engine)
         except Interrupted as stop:
             echo_err(f"gradcheck: interrupted by {stop.signal} before any case ran")
             raise typer.Exit(_signal_exit(stop.signal)) from None

@@ -220,26 +220,28 @@ def problem_lines(location: str, message: str, width: int, word: str = "INVALID"
     """`INVALID file:line: problem`, a line per problem of the case, wrapped at words."""
     status = {v: k for k, v in STATUS_WORD.items()}[word]
     # Case-file errors usually already start with `file:line:`; don't repeat it.
-    if not message.startswith(location):
-        message = f"{location}: {message}"
-    return _hanging(Text(f"{word:<7}", STATUS_STYLE[status]), None, _plain(message), width)
+    if message.startswith(location + ":"):
+        message = message[len(location) + 1 :].lstrip()
+    word_text = Text(f"{word:<7}", STATUS_STYLE[status])
+    return _hanging(word_text, _plain(location + ":"), _plain(message), width, sep=" ")
 
 
-def _hanging(word: Text, case_id: Text | None, detail: Text, width: int) -> RenderableType:
+def _hanging(
+    word: Text, case_id: Text, detail: Text, width: int, sep: str = "  "
+) -> RenderableType:
     """The status word, then the id and detail in a column that wraps at words; an id
     too long for that column on a line of its own, unbroken, and the detail under it."""
     column = width - len(word) - 1
-    if case_id is not None and case_id.cell_len > column:
+    if case_id.cell_len > column:
+        whole = Text.assemble(word, " ", case_id, no_wrap=True, overflow="ignore")
         return Group(
-            Text.assemble(word, " ", case_id),
+            whole,
             Padding(detail, (0, 0, 0, len(word) + 1), expand=False),
         )
     grid = Table.grid(padding=(0, 1))
     grid.add_column(no_wrap=True)
     grid.add_column(overflow="fold", max_width=column)
-    if case_id is not None:
-        detail = Text.assemble(case_id, "  ", detail) if detail else case_id
-    grid.add_row(word, detail)
+    grid.add_row(word, Text.assemble(case_id, sep, detail) if detail else case_id)
     return grid
 
 

@@ -18,6 +18,10 @@ from rich.text import Text
 from gradcheck.results import CaseResult, OpRecord, RootCause, RunResult
 
 SHOWN_CASES = 6  # case ids listed under a cause; the JSON report has them all
+CARD_LEGEND = (
+    "fail: found wrong there; other: failed, but found wrong elsewhere; "
+    "lacks: skipped, the engine lacks the op"
+)
 CONFIDENCE_STYLE = {"exact": "bold green", "likely": "yellow", "possible": "dim"}
 
 
@@ -41,6 +45,7 @@ def run_summary(run: RunResult, *, card: bool = True) -> Iterator[RenderableType
     if card and run.ops:
         yield Text("report card: the cases using each op", style="bold")
         yield _indent(_card(run.ops))
+        yield _indent(Text(CARD_LEGEND, style="dim"))  # as wide as the line, not the table
 
 
 def _causes(run: RunResult, failing: list[CaseResult]) -> Iterator[RenderableType]:
@@ -99,10 +104,6 @@ def _card(ops: dict[str, OpRecord]) -> Table:
         pad_edge=False,
         header_style="dim",
         show_edge=False,
-        caption="fail: found wrong there; other: failed, but found wrong elsewhere; "
-        "lacks: skipped, the engine lacks the op",
-        caption_justify="left",
-        caption_style="dim",
     )
     table.add_column("op", no_wrap=True, max_width=16, overflow="ellipsis")
     for heading in ("pass", "fail", "other", "lacks"):
