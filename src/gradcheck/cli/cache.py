@@ -15,7 +15,7 @@ from .common import DEFAULT_PATHS, EXIT_OK, Paths, boundary, echo_err
 cache_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
-    help="Review the reference cache: recompute entries, lock them for review.",
+    help="Review the reference cache: recompute entries, lock them.",
 )
 CacheDir = Annotated[Path, typer.Option(help="The reference cache's folder.")]
 

@@ -41,9 +41,12 @@ def print_problems(items) -> int:
 def list_cases(
     paths: Paths = None,
     ops_files: OpsFiles = None,
-    keyword: Annotated[str | None, typer.Option("-k", help="Only matching cases.")] = None,
+    keyword: Annotated[
+        str | None,
+        typer.Option("-k", help="Only cases whose name or tag matches.", metavar="EXPR"),
+    ] = None,
 ) -> None:
-    """List the cases the paths hold, and every problem in their files."""
+    """List the cases and every problem in the case files."""
     from ..cases import Case, load_paths
     from ..report.text import plural, without_trailing_blanks
 
@@ -91,11 +94,16 @@ def _listed(case, width: int):
 @app.command("init-engine")
 @boundary
 def init_engine(
-    path: Annotated[Path, typer.Argument(help="The adapter file to write, e.g. my_engine.py.")],
+    path: Annotated[
+        Path, typer.Argument(help="The adapter file to write, e.g. my_engine.py.", metavar="FILE")
+    ],
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
     ops_files: OpsFiles = None,
 ) -> None:
-    """Write an engine adapter template (every op, stubbed) and a first case file next to it."""
+    """Write an engine adapter to fill in, and a first case file.
+
+    The adapter has a stub for every op; the case file, beside it, two cases to start with.
+    """
     from ..scaffold import write_scaffold
 
     load_ops(ops_files)

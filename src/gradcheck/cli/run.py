@@ -187,7 +187,7 @@ def run(
         ),
     ] = TIMEOUT,
 ) -> None:
-    """Check every case against TensorFlow (or finite differences: --reference)."""
+    """Check every case against TensorFlow (or finite differences)."""
     from ..cases import load_paths
     from ..interrupts import Interrupted, handled
     from ..runner import RunOptions, default_isolation, needs_tensorflow, prefetch_tensorflow

@@ -93,7 +93,8 @@ def render_problems(problems: list[tuple[str, str]], console: Console) -> None:
     line prints them on stderr, where problems go whatever the report's format."""
     with console.capture() as captured:
         for location, message in problems:
-            console.print(problem_lines(location, message, console.width))
+            for renderable in problem_lines(location, message, console.width):
+                console.print(renderable, soft_wrap=isinstance(renderable, Text))
     console.file.write(without_trailing_blanks(captured.get()))
 
 
@@ -161,7 +162,7 @@ def _case_renderables(
     the input table and the arrays, then the other explanations."""
     body = width - INDENT
     if case.status == "passed":
-        yield _status_line(case, f"{case.file}::{case.name}", _duration(case), width)
+        yield from _status_line(case, f"{case.file}::{case.name}", _duration(case), width)
         for result in case.inputs:  # passed under a declared convention: say which
             for hint in result.hints:
                 yield _indented(Text(f"{hint.code}: {hint.message}", style="dim"))
@@ -172,12 +173,12 @@ def _case_renderables(
         return
     if case.status == "skipped":
         detail = _user_text(case.message, "yellow")
-        yield _status_line(case, f"{case.file}::{case.name}", detail, width)
+        yield from _status_line(case, f"{case.file}::{case.name}", detail, width)
         return
     if case.status in ("invalid", "not run"):
-        yield _invalid_lines(case, width)
+        yield from _invalid_lines(case, width)
         return
-    yield _status_line(case, _full_id(case), _duration(case), width)
+    yield from _status_line(case, _full_id(case), _duration(case), width)
     hints = list(_hint_blocks(case, cause))
     yield from hints[:1]  # the answer first
     if case.expr:
@@ -198,7 +199,7 @@ def _case_renderables(
     yield Text()
 
 
-def _status_line(case: CaseResult, case_id: str, detail: Text, width: int) -> RenderableType:
+def _status_line(case: CaseResult, case_id: str, detail: Text, width: int) -> list[RenderableType]:
     """`FAILED  file:line::name  detail`, the id never broken (it is made to be copied and
     grepped), a detail too long for the line wrapped at words under the id."""
     # Pad to the longest word (SKIPPED/INVALID) so the case ids line up.
@@ -208,15 +209,17 @@ def _status_line(case: CaseResult, case_id: str, detail: Text, width: int) -> Re
         line.append("  ")
         line.append_text(detail)
     if line.cell_len <= width:
-        return line
+        return [line]
     return _hanging(word, Text(printable(case_id)), detail, width)
 
 
-def _invalid_lines(case: CaseResult, width: int) -> RenderableType:
+def _invalid_lines(case: CaseResult, width: int) -> list[RenderableType]:
     return problem_lines(case.location, case.message, width, STATUS_WORD[case.status])
 
 
-def problem_lines(location: str, message: str, width: int, word: str = "INVALID") -> RenderableType:
+def problem_lines(
+    location: str, message: str, width: int, word: str = "INVALID"
+) -> list[RenderableType]:
     """`INVALID file:line: problem`, a line per problem of the case, wrapped at words."""
     status = {v: k for k, v in STATUS_WORD.items()}[word]
     # Case-file errors usually already start with `file:line:`; don't repeat it.
@@ -228,21 +231,18 @@ def problem_lines(location: str, message: str, width: int, word: str = "INVALID"
 
 def _hanging(
     word: Text, case_id: Text, detail: Text, width: int, sep: str = "  "
-) -> RenderableType:
+) -> list[RenderableType]:
     """The status word, then the id and detail in a column that wraps at words; an id
     too long for that column on a line of its own, unbroken, and the detail under it."""
     column = width - len(word) - 1
     if case_id.cell_len > column:
-        whole = Text.assemble(word, " ", case_id, no_wrap=True, overflow="ignore")
-        return Group(
-            whole,
-            Padding(detail, (0, 0, 0, len(word) + 1), expand=False),
-        )
+        # A bare Text: printed with soft_wrap, as a status line is, so never broken.
+        return [Text.assemble(word, " ", case_id), _indented(detail, 0, len(word) + 1)]
     grid = Table.grid(padding=(0, 1))
     grid.add_column(no_wrap=True)
     grid.add_column(overflow="fold", max_width=column)
     grid.add_row(word, Text.assemble(case_id, sep, detail) if detail else case_id)
-    return grid
+    return [grid]
 
 
 def _full_id(case: CaseResult) -> str:
@@ -268,9 +268,9 @@ def _duration(case: CaseResult) -> Text:
     return Text(f"{case.duration_s:.2f}s", style="dim")
 
 
-def _indented(renderable: RenderableType, level: int = 1) -> Padding:
+def _indented(renderable: RenderableType, level: int = 1, columns: int = 0) -> Padding:
     # expand=False: padding to the full width would leave trailing spaces on every line.
-    return Padding(renderable, (0, 0, 0, INDENT * level), expand=False)
+    return Padding(renderable, (0, 0, 0, columns or INDENT * level), expand=False)
 
 
 def _expr(case: CaseResult) -> Table:

@@ -2,7 +2,7 @@
 
 The root causes come first, each said once with the cases it explains and the case that
 decided it over a rival; then, per op, how the cases using it fared, in a table that fits
-80 columns (the mechanisms column is cut to fit). `citation` is the line a case's own
+80 columns (the mechanisms found wrap in their column). `citation` is the line a case's own
 report (and its JUnit or GitHub text) gives to the run's cause it shares.
 """
 
@@ -105,10 +105,10 @@ def _card(ops: dict[str, OpRecord]) -> Table:
         header_style="dim",
         show_edge=False,
     )
-    table.add_column("op", no_wrap=True, max_width=16, overflow="ellipsis")
+    table.add_column("op", no_wrap=True)
     for heading in ("pass", "fail", "other", "lacks"):
         table.add_column(heading, justify="right", no_wrap=True, min_width=len(heading))
-    table.add_column("found", no_wrap=True, overflow="ellipsis")
+    table.add_column("found", overflow="fold")  # wraps at words, under itself
     for op, record in sorted(ops.items(), key=lambda item: _order(item[1])):
         table.add_row(
             op,
