@@ -329,3 +329,13 @@ def test_the_rich_report_shows_an_engines_output_with_its_case(tmp_path: Path):
     after = result.stdout[result.stdout.index("PASSED  one.yaml::a") :]
     assert "captured output:" in after
     assert after.index("grad was called") < after.index("1 passed")
+
+
+def test_every_problem_of_defaults_is_reported(tmp_path: Path):
+    from gradcheck.cases import load_file
+
+    path = tmp_path / "defaults.yaml"
+    path.write_text("defaults:\n  dtype: f8\n  tolerence: 1\ncases: []\n")
+    (item,) = load_file(path)
+    assert [line for line, _ in item.problems] == [2, 3]
+    assert "dtype 'f8'" in item.message and "did you mean 'tolerance'?" in item.message

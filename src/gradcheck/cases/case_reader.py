@@ -83,15 +83,13 @@ class CaseReader:
             problems = e.problems if isinstance(e, CaseProblems) else [e]
         except Exception as e:  # a value no check foresaw: still this case's problem, not a crash
             problems = [CaseFileError(f"{INTERNAL} ({type(e).__name__}: {e})", line)]
-        return InvalidCase(
+        name = (
             name
             if isinstance(name, str) and re.fullmatch(NAME_PATTERN, name)
-            else f"{Path(self.file).stem}#{line}",
-            self.file,
-            problems[0].line or line,
-            _message(self.file, line, problems),
-            expr.strip() if isinstance(expr, str) else "",
-            problems=[(p.line or line, p.message) for p in problems],
+            else f"{Path(self.file).stem}#{line}"
+        )
+        return invalid_case(
+            name, self.file, line, problems, expr.strip() if isinstance(expr, str) else ""
         )
 
     def _case(self, raw: Map) -> Case:
@@ -245,11 +243,16 @@ def _raise(problem: CaseFileError) -> Any:
     raise problem
 
 
-def _message(file: str, line: int, problems: list[CaseFileError]) -> str:
-    """The problems as one message: the first as it is (it is the case's line), each
-    other on a line of its own, after its `file:line:`."""
+def invalid_case(
+    name: str, file: str, line: int, problems: list[CaseFileError], expr: str = ""
+) -> InvalidCase:
+    """An `InvalidCase` saying every one of `problems` (`line`: where one without a line
+    is): its message the first as it is (at the case's line), each other on a line of
+    its own, after its `file:line:`."""
     first, *rest = problems
-    return first.message + "".join(f"\n{file}:{p.line or line}: {p.message}" for p in rest)
+    message = first.message + "".join(f"\n{file}:{p.line or line}: {p.message}" for p in rest)
+    located = [(p.line or line, p.message) for p in problems]
+    return InvalidCase(name, file, first.line or line, message, expr, problems=located)
 
 
 def _get(settings: Settings, key: str, default: Any) -> Any:

@@ -44,12 +44,12 @@ import numpy as np
 import yaml
 
 from ..defaults import MAX_ELEMENTS, RUN_ELEMENTS
-from ..errors import CaseFileError, UsageError
-from .case_reader import CASE_KEYS, INTERNAL, CaseReader, case_elements
+from ..errors import CaseFileError, CaseProblems, UsageError
+from .case_reader import CASE_KEYS, INTERNAL, CaseReader, case_elements, invalid_case
 from .model import Case, InvalidCase
 from .reading import Map, Seq, check_read, read_text, read_yaml
 from .selection import matches
-from .values import SPEC_KEYS, Settings, check_keys, parse_settings
+from .values import SPEC_KEYS, Problems, Settings, check_keys, parse_settings
 
 __all__ = [
     "CASE_KEYS",
@@ -116,7 +116,8 @@ def load_file(
     try:
         cases, defaults = _structure(read_yaml(read_text(Path(path))))
     except CaseFileError as e:
-        return [InvalidCase(Path(path).stem, file, e.line or 1, e.message)]
+        problems = e.problems if isinstance(e, CaseProblems) else [e]
+        return [invalid_case(Path(path).stem, file, 1, problems)]
     except Exception as e:  # as in `CaseReader.read`: never a crash
         return [InvalidCase(Path(path).stem, file, 1, f"{INTERNAL} file ({type(e).__name__}: {e})")]
     overrides = {
@@ -228,5 +229,8 @@ def _structure(data: Any) -> tuple[Seq, Settings]:
     check_read(defaults)
     if not isinstance(defaults, Map):
         raise CaseFileError("`defaults:` must be a mapping, e.g. {dtype: float32}", line)
-    check_keys(defaults, DEFAULT_KEYS, "in defaults")
-    return cases, parse_settings(defaults)
+    problems = Problems()  # an unknown key and a bad value are both reported
+    problems.check(check_keys, defaults, DEFAULT_KEYS, "in defaults")
+    settings = problems.check(parse_settings, defaults)
+    problems.raise_any()
+    return cases, settings
