@@ -62,7 +62,8 @@ def ops(
     # under the TensorFlow name, wrapping at words, so that 80 columns hold it all.
     table.add_column("op", no_wrap=True)
     table.add_column("operator", no_wrap=True)
-    table.add_column("TensorFlow, meaning", overflow="fold", min_width=24)
+    heading = "TensorFlow" if spell else "TensorFlow, meaning"
+    table.add_column(heading, overflow="fold", min_width=24)
     if found:
         table.add_column("engine", no_wrap=True)
     if spell:
@@ -72,7 +73,9 @@ def ops(
         # Text, not markup: `concat([values, ...], axis=0)` would lose its `[values, ...]`.
         tf_name = op.tf_name or "none: --reference numeric"
         doc = f"{op.doc} [user op, {op.origin}]" if op.origin else op.doc
-        cells = [Text(op.signature), Text(operator), Text.assemble(tf_name, "\n", (doc, "dim"))]
+        # With the rules beside it, the meaning would interleave with their lines.
+        tf_cell = Text(tf_name) if spell else Text.assemble(tf_name, "\n", (doc, "dim"))
+        cells = [Text(op.signature), Text(operator), tf_cell]
         if found:
             cells.append(Text(_has(found, op.name)))
         if spell:

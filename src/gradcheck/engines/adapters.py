@@ -59,7 +59,7 @@ def load_engine(spec: str) -> EngineFactory:
     for method in missing_methods(engine):
         raise UsageError(
             f"--engine {spec}: {class_name} has no {method}() method (an adapter "
-            "implements leaf, value and grad; a functional one vjp() instead; "
+            "implements leaf, value and grad; a functional engine implements vjp() instead; "
             "`gradcheck init-engine` writes one)"
         )
     if getattr(engine, "conventions", None):
