@@ -96,7 +96,7 @@ def test_grad_raising_is_an_error_with_the_engines_traceback(tiny):
     [
         (E.NoneGrad, ["grad returned NoneType", "expected a list of 2 arrays"]),
         (E.NoneElementGrad, ["grad for x returned None"]),
-        (E.WrongCountGrad, ["grad returned 1 arrays for 2 wrt nodes", "x, y"]),
+        (E.WrongCountGrad, ["grad returned 1 array for 2 wrt nodes", "x, y"]),
         (E.StringGrad, ["grad for x returned str", "not a numeric array"]),
         (E.ObjectGrad, ["grad for x returned object", "not a numeric array"]),
         (E.RaggedGrad, ["grad for x returned list", "not a numeric array"]),

@@ -113,7 +113,8 @@ def test_invalid_cases_beat_exit_5(tmp_path: Path):
     (tmp_path / "cases" / "broken.yaml").write_text("cases:\n  - name: b\n    expr: x +\n")
     result = run("cases", "-k", "zzz")
     assert result.exit_code == 2
-    assert "INVALID" in result.stdout
+    assert "INVALID" in result.stderr  # problems go to stderr, the report to stdout
+    assert "1 invalid" in result.stdout
 
 
 def test_a_run_that_skipped_everything_says_nothing_was_checked():

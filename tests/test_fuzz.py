@@ -206,7 +206,7 @@ def test_an_engine_error_is_one_bug_whatever_the_node_it_raised_at():
     raised = CaseResult("c", "f", 1, "error", message="exp(x) raised ValueError: boom 3")
     assert bug_key(raised, expression_case) == ("error", "exp raised ValueError")
     returned = CaseResult("c", "f", 1, "error", message="grad returned 2 arrays for 3 wrt nodes")
-    assert bug_key(returned, expression_case) == ("error", "grad returned N arrays for N wrt nodes")
+    assert bug_key(returned, expression_case) == ("error", "grad returned N array for N wrt nodes")
 
 
 # -- fair cases ----------------------------------------------------------------------

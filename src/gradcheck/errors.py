@@ -20,3 +20,12 @@ class CaseFileError(UsageError):
         super().__init__(message)
         self.message = message
         self.line = line
+
+
+class CaseProblems(CaseFileError):
+    """Several problems of one case, each a `CaseFileError`, in the order of their lines."""
+
+    def __init__(self, problems: list[CaseFileError]) -> None:
+        self.problems = sorted(problems, key=lambda p: p.line or 0)
+        first = self.problems[0]
+        super().__init__(first.message, first.line)

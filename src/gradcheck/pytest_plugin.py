@@ -461,7 +461,10 @@ class CaseFile(pytest.File):
         except GradcheckError as e:
             raise InvalidCaseFile(f"{shown}: {e}") from None
         problems = [
-            f"{shown}:{item.line}: {item.message}" for item in items if not isinstance(item, Case)
+            f"{shown}:{line}: {message}"
+            for item in items
+            if not isinstance(item, Case)
+            for line, message in item.problems or [(item.line, item.message)]
         ]
         if problems:
             raise InvalidCaseFile("\n".join(problems))

@@ -460,9 +460,10 @@ def _overlap(span: tuple[float, float] | None, started: float, ended: float) -> 
 
 def _label(items: Sequence[Case | InvalidCase], options: RunOptions) -> str:
     """`RunResult.reference`: each kind of reference the cases use, with its version."""
-    kinds = {i.reference or options.reference for i in items if isinstance(i, Case)}
-    if not kinds:
-        return options.reference
+    # No case to run: the run's own reference, named with its version all the same.
+    kinds = {i.reference or options.reference for i in items if isinstance(i, Case)} or {
+        options.reference
+    }
     labels = []
     if kinds & {"tensorflow", "both"}:
         labels.append(reference_label(options.cache and options.cache.tensorflow_version))

@@ -36,11 +36,8 @@ Where SPEC §2 is silent:
 
 from __future__ import annotations
 
-import difflib
-import keyword
 import math
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,50 +46,34 @@ from typing import Any
 import numpy as np
 import yaml
 
-from ..defaults import CASE_ELEMENTS, MAX_ELEMENTS, RUN_ELEMENTS
-from ..errors import CaseFileError, UsageError
-from ..expression import Expression, ExpressionError, parse
-from ..ops import has_op
-from ..ops.broadcast import fmt_shape
-from .inputs import RandomSpec, cotangent_spec, stable_seed
-from .model import (
-    DEFAULT_TOLERANCES,
-    DTYPES,
-    MODES,
-    ORDERS,
-    Case,
-    InvalidCase,
-    Tolerance,
-    numpy_dtype,
-)
-from .reading import Map, Seq, check_read, line_of, read_text, read_yaml
+from ..defaults import MAX_ELEMENTS, RUN_ELEMENTS
+from ..errors import CaseFileError, CaseProblems, UsageError
+from .case_reader import CASE_KEYS, INTERNAL, CaseReader, case_elements, invalid_case
+from .model import Case, InvalidCase
+from .reading import Map, Seq, check_read, read_text, read_yaml
 from .selection import selector
+from .values import SPEC_KEYS, Problems, Settings, check_keys, parse_settings
+
+__all__ = [
+    "CASE_KEYS",
+    "DEFAULT_KEYS",
+    "INTERNAL",
+    "SPEC_KEYS",
+    "Collected",
+    "case_elements",
+    "collect",
+    "discover",
+    "load_case",
+    "load_file",
+    "load_paths",
+    "read_yaml",
+]
 
 TOP_KEYS = ("defaults", "cases")
-CASE_KEYS = (
-    "name", "description", "expr", "inputs", "wrt", "dtype",
-    "cotangent", "tolerance", "seed", "expect", "tags", "reference", "timeout", "modes",
-    "order",
-)  # fmt: skip
 DEFAULT_KEYS = (
     "dtype", "tolerance", "cotangent", "seed", "tags", "reference", "timeout", "modes", "order",
 )  # fmt: skip
-SPEC_KEYS = ("shape", "init", "low", "high", "seed")
-TOLERANCE_KEYS = ("rtol", "atol")
-COTANGENTS = ("ones", "random")
-REFERENCES = ("tensorflow", "numeric", "both")
-NAME_PATTERN = r"[A-Za-z0-9_.-]+"
-IDENTIFIER_PATTERN = r"[A-Za-z_][A-Za-z0-9_]*"
 SUFFIXES = (".yaml", ".yml")
-MAX_RANK = 32
-MAX_SIZE = 2**62  # no axis longer than NumPy's indices reach, whatever --max-elements says
-
-# What a problem no check foresaw says (a bug of gradcheck's: the tests look for it).
-INTERNAL = "gradcheck could not read this case"
-
-# A setting (dtype, cotangent, seed, tags, rtol, atol) parsed, with the line it came from
-# (0 for the command line's --rtol/--atol, which override every case's own).
-Settings = dict[str, tuple[Any, int]]
 
 
 def discover(
@@ -142,13 +123,14 @@ def load_file(
     try:
         cases, defaults = _structure(read_yaml(read_text(Path(path))))
     except CaseFileError as e:
-        return [InvalidCase(Path(path).stem, file, e.line or 1, e.message)]
-    except Exception as e:  # as in `_CaseReader.read`: never a crash
+        problems = e.problems if isinstance(e, CaseProblems) else [e]
+        return [invalid_case(Path(path).stem, file, 1, problems)]
+    except Exception as e:  # as in `CaseReader.read`: never a crash
         return [InvalidCase(Path(path).stem, file, 1, f"{INTERNAL} file ({type(e).__name__}: {e})")]
     overrides = {
         key: (value, 0) for key, value in (("rtol", rtol), ("atol", atol)) if value is not None
     }
-    reader = _CaseReader(file, defaults, overrides, max_elements)
+    reader = CaseReader(file, defaults, overrides, max_elements)
     return [reader.read(raw, line) for raw, line in cases.located()]
 
 
@@ -166,7 +148,7 @@ def load_case(
     file, so every problem is reported at `file`:`line` (the Python API passes its
     caller's). The Python API (`gradcheck.check`) builds its cases here.
     """
-    return _CaseReader(file, {}, {}, max_elements).read(_located(data, line), line)
+    return CaseReader(file, {}, {}, max_elements).read(_located(data, line), line)
 
 
 def _located(value: Any, line: int) -> Any:
@@ -200,7 +182,7 @@ class Collected:
 
     @property
     def nothing_found(self) -> str | None:
-        """Why no case was selected or found (SPEC §5's exit 5), None when one was."""
+        """Why no case was selected or found (exit code 5), None when one was."""
         if self.items:
             return None
         where = ", ".join(str(p) for p in self.paths)
@@ -267,11 +249,6 @@ def _within_run_total(items: list[Case | InvalidCase], limit: int) -> list[Case 
     return out
 
 
-def case_elements(expression: Expression) -> int:
-    """The elements of every node's value (inputs included): what an engine's tape holds."""
-    return sum(math.prod(node.shape) for node in expression.nodes)
-
-
 def _structure(data: Any) -> tuple[Seq, Settings]:
     """The file's `cases:` list and its parsed `defaults:`."""
     if data is None:
@@ -281,7 +258,7 @@ def _structure(data: Any) -> tuple[Seq, Settings]:
         raise CaseFileError("the top level must be a mapping with a `cases:` list")
     if data.problem:
         raise data.problem
-    _check_keys(data, TOP_KEYS, "at the top level")
+    check_keys(data, TOP_KEYS, "at the top level")
     if "cases" not in data:
         raise CaseFileError("no `cases:` list", data.line)
     cases, line = data.at("cases")
@@ -294,461 +271,8 @@ def _structure(data: Any) -> tuple[Seq, Settings]:
     check_read(defaults)
     if not isinstance(defaults, Map):
         raise CaseFileError("`defaults:` must be a mapping, e.g. {dtype: float32}", line)
-    _check_keys(defaults, DEFAULT_KEYS, "in defaults")
-    return cases, _settings(defaults)
-
-
-def _check_keys(mapping: Map, allowed: Sequence[str], where: str) -> None:
-    for key in mapping:
-        if key not in allowed:
-            close = difflib.get_close_matches(str(key), allowed, n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            raise CaseFileError(
-                f"unknown key {key!r} {where} ({hint}allowed: {', '.join(allowed)})",
-                mapping.key_lines[key],
-            )
-
-
-def _settings(mapping: Map) -> Settings:
-    """The keys `defaults:` may also set, parsed; tolerance split into rtol and atol."""
-    settings: Settings = {}
-    for key, parse_value in _SETTINGS.items():
-        if key in mapping:
-            value, line = mapping.at(key)
-            settings[key] = parse_value(value, line), line
-    if "tolerance" in mapping:
-        tolerance, line = mapping.at("tolerance")
-        if not isinstance(tolerance, Map):
-            raise CaseFileError("tolerance must be a mapping, e.g. {rtol: 1e-5, atol: 1e-8}", line)
-        _check_keys(tolerance, TOLERANCE_KEYS, "in tolerance")
-        for key in tolerance:
-            value, line = tolerance.at(key)
-            number = _number(value, line, f"tolerance {key}", minimum=0.0)
-            if not math.isfinite(number):  # an infinite tolerance would pass every engine
-                raise CaseFileError(f"tolerance {key} must be finite, got {value!r}", line)
-            settings[key] = number, line
-    return settings
-
-
-# -- values ----------------------------------------------------------------------------
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _number(value: Any, line: int, what: str, minimum: float = -math.inf) -> float:
-    try:
-        number = float(value) if _is_number(value) else math.nan
-    except OverflowError:  # an integer beyond float64
-        number = math.nan
-    if not number >= minimum:  # also NaN
-        at_least = f" >= {minimum:g}" if minimum > -math.inf else ""
-        raise CaseFileError(f"{what} must be a number{at_least}, got {value!r}", line)
-    return number
-
-
-def _integer(value: Any, line: int, what: str) -> int:
-    if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
-        raise CaseFileError(f"{what} must be a whole number >= 0, got {value!r}", line)
-    return value
-
-
-def _dtype(value: Any, line: int) -> str:
-    if not (isinstance(value, str) and value in DTYPES):
-        raise CaseFileError(
-            f"dtype {value!r} is not supported (allowed: {', '.join(DTYPES)})", line
-        )
-    return value
-
-
-def _timeout(value: Any, line: int) -> float:
-    seconds = _number(value, line, "timeout", minimum=0.0)
-    if not (0 < seconds < math.inf):
-        raise CaseFileError(f"timeout must be a number of seconds above 0, got {value!r}", line)
-    return seconds
-
-
-def _cotangent(value: Any, line: int) -> str | np.ndarray:
-    if isinstance(value, str):
-        if value not in COTANGENTS:
-            raise CaseFileError(
-                f"cotangent {value!r} is not ones, random or an array of the output's shape", line
-            )
-        return value
-    return _array(value, line, "cotangent", MAX_SIZE)  # its shape is checked against the output's
-
-
-def _tags(value: Any, line: int) -> list[str]:
-    if not (isinstance(value, Seq) and all(isinstance(tag, str) for tag in value)):
-        raise CaseFileError(
-            f"tags must be a list of strings, e.g. [matmul, slow], got {value!r}", line
-        )
-    return list(value)
-
-
-def _reference(value: Any, line: int) -> str:
-    if value not in REFERENCES:
-        raise CaseFileError(
-            f"reference {value!r} is not one of {', '.join(REFERENCES)} (numeric: finite "
-            "differences, no TensorFlow; both: each, and where they disagree)",
-            line,
-        )
-    return value
-
-
-def _modes(value: Any, line: int) -> tuple[str, ...]:
-    modes = list(value) if isinstance(value, Seq) else None
-    if not modes or any(m not in MODES for m in modes) or len(set(modes)) != len(modes):
-        raise CaseFileError(
-            f"modes must be a list of {' and '.join(MODES)} without repeats, e.g. [rev, fwd] "
-            f"(rev: gradients, reverse mode; fwd: JVPs, forward mode), got {value!r}",
-            line,
-        )
-    return tuple(modes)
-
-
-def _order(value: Any, line: int) -> int:
-    if isinstance(value, bool) or value not in ORDERS:
-        raise CaseFileError(
-            f"order must be 1 or 2 (2: also the gradient of sum(grad * v), a Hessian-vector "
-            f"product), got {value!r}",
-            line,
-        )
-    return int(value)
-
-
-_SETTINGS = {
-    "dtype": _dtype,
-    "reference": _reference,
-    "modes": _modes,
-    "order": _order,
-    "cotangent": _cotangent,
-    "seed": lambda value, line: _integer(value, line, "seed"),
-    "tags": _tags,
-    "timeout": _timeout,
-}
-
-
-def _array(value: Any, line: int, what: str, limit: int) -> np.ndarray:
-    """A literal number or rectangular nested list of numbers, as float64; no larger than
-    `limit` elements, checked from its shape before the array is built."""
-    if isinstance(value, np.ndarray) and value.dtype.kind in "iuf":  # from `load_case`
-        _check_shape(what, value.shape, limit, line)
-        return value.astype(np.float64)
-    _check_shape(what, _literal_shape(value, line, what, ()), limit, line)
-    try:
-        return np.array(value, dtype=np.float64)
-    except OverflowError:
-        raise CaseFileError(f"{what}: a number is too large for float64", line) from None
-
-
-def _literal_shape(value: Any, line: int, what: str, index: tuple[int, ...]) -> tuple[int, ...]:
-    """The shape of a nested list of numbers; errors name and point at the bad item."""
-    if _is_number(value):
-        return ()
-    where = "".join(f"[{i}]" for i in index)
-    if not isinstance(value, Seq):
-        raise CaseFileError(
-            f"{what}: {value!r}{' at ' + where if where else ''} is not a number", line
-        )
-    if len(index) >= MAX_RANK:
-        raise CaseFileError(f"{what} is nested more than {MAX_RANK} levels deep", line)
-    shapes = [
-        _literal_shape(item, item_line, what, (*index, i))
-        for i, (item, item_line) in enumerate(value.located())
-    ]
-    for i, shape in enumerate(shapes):
-        if shape != shapes[0]:
-            raise CaseFileError(
-                f"{what} is ragged: {where}[{i}] has shape {fmt_shape(shape)} "
-                f"but {where}[0] has shape {fmt_shape(shapes[0])}",
-                value.lines[i],
-            )
-    return (len(value), *(shapes[0] if shapes else ()))
-
-
-def _check_shape(what: str, shape: tuple[Any, ...], limit: int, line: int) -> None:
-    """`shape` is at most MAX_RANK whole sizes whose product (exact) is at most `limit`."""
-    if len(shape) > MAX_RANK:
-        raise CaseFileError(f"{what} has {len(shape)} axes, more than {MAX_RANK}", line)
-    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape):
-        raise CaseFileError(f"{what} has shape {shape!r}, which is not a list of sizes", line)
-    size = math.prod(shape)
-    if size > limit or any(n > min(limit, MAX_SIZE) for n in shape):
-        elements = f"{size:,} elements" if size <= MAX_SIZE else "more elements"
-        raise CaseFileError(
-            f"{what} has shape {fmt_shape(shape)}, {elements}: above the limit of "
-            f"{limit:,} per array (raise it with --max-elements)",
-            line,
-        )
-
-
-# -- one case --------------------------------------------------------------------------
-
-
-class _CaseReader:
-    """Reads the cases of one file, remembering names to refuse duplicates.
-
-    A case's own settings win over the file's defaults and lose to the overrides.
-    """
-
-    def __init__(
-        self, file: str, defaults: Settings, overrides: Settings, max_elements: int
-    ) -> None:
-        self.file = file
-        self.defaults = defaults
-        self.overrides = overrides
-        self.max_elements = max_elements
-        self.first_lines: dict[str, int] = {}
-
-    def read(self, raw: Any, line: int) -> Case | InvalidCase:
-        """`raw` as a `Case`, or as an `InvalidCase` naming its first problem."""
-        fields = raw if isinstance(raw, Map) else {}
-        name, expr = fields.get("name"), fields.get("expr")
-        try:
-            check_read(raw)
-            if not isinstance(raw, Map):
-                raise CaseFileError("a case must be a mapping with name, expr and inputs", line)
-            return self._case(raw)
-        except CaseFileError as e:
-            problem = e
-        except Exception as e:  # a value no check foresaw: still this case's problem, not a crash
-            problem = CaseFileError(f"{INTERNAL} ({type(e).__name__}: {e})", line)
-        return InvalidCase(
-            name
-            if isinstance(name, str) and re.fullmatch(NAME_PATTERN, name)
-            else f"{Path(self.file).stem}#{line}",
-            self.file,
-            problem.line or line,
-            problem.message,
-            expr.strip() if isinstance(expr, str) else "",
-        )
-
-    def _case(self, raw: Map) -> Case:
-        name = self._name(raw)
-        _check_keys(raw, CASE_KEYS, "in a case")
-        settings = {**self.defaults, **_settings(raw), **self.overrides}
-        dtype = _get(settings, "dtype", "float64")
-        rtol, atol = DEFAULT_TOLERANCES[dtype]
-        seed = _get(settings, "seed", stable_seed(name))
-        # Random inputs are checked here and drawn when the case runs (`Case.inputs`).
-        sources = self._inputs(raw, seed, dtype)
-        expression = self._expression(raw, sources)
-        wrt = _wrt(raw, expression, sources)
-        return Case(
-            name=name,
-            file=self.file,
-            line=raw.line,
-            expr=expression.source,
-            expression=expression,
-            sources=sources,
-            wrt=wrt,
-            dtype=dtype,
-            cotangent_source=_output_cotangent(settings, expression, seed, dtype),
-            tolerance=Tolerance(_get(settings, "rtol", rtol), _get(settings, "atol", atol)),
-            tolerance_given="rtol" in settings or "atol" in settings,
-            seed=seed,
-            expect=_expect(raw, expression, wrt, self.max_elements),
-            tags=_get(settings, "tags", []),
-            reference=_get(settings, "reference", None),
-            modes=_get(settings, "modes", None),
-            order=_get(settings, "order", None),
-            description=_string(raw, "description") if "description" in raw else None,
-            timeout=_get(settings, "timeout", None),
-        )
-
-    def _name(self, raw: Map) -> str:
-        if "name" not in raw:
-            raise CaseFileError("the case has no `name:`", raw.line)
-        name, line = raw.at("name")
-        if not (isinstance(name, str) and re.fullmatch(NAME_PATTERN, name)):
-            raise CaseFileError(
-                f"name {name!r} must be letters, digits, '_', '.' and '-' only", line
-            )
-        if name in self.first_lines:
-            raise CaseFileError(
-                f"duplicate case name {name!r} (first on line {self.first_lines[name]})", line
-            )
-        self.first_lines[name] = line
-        return name
-
-    def _inputs(self, raw: Map, seed: int, dtype: str) -> dict[str, np.ndarray | RandomSpec]:
-        if "inputs" not in raw:
-            raise CaseFileError("the case has no `inputs:`", raw.line)
-        inputs, line = raw.at("inputs")
-        if not (isinstance(inputs, Map) and inputs):
-            raise CaseFileError("inputs must map each input's name to its value or spec", line)
-        values: dict[str, np.ndarray | RandomSpec] = {}
-        for name in inputs:
-            _check_input_name(name, inputs.key_lines[name])
-            value, line = inputs.at(name)
-            if isinstance(value, Map):
-                values[name] = self._random(name, value, seed, dtype)
-            else:
-                array = _array(value, line, f"input {name!r}", self.max_elements)
-                values[name] = array.astype(numpy_dtype(dtype))
-        return values
-
-    def _random(self, name: str, spec: Map, seed: int, dtype: str) -> RandomSpec:
-        """Input `name`'s checked spec, refused by shape alone when too big."""
-        what = f"input {name!r}"
-        _check_keys(spec, SPEC_KEYS, f"in {what}'s spec")
-        if "shape" not in spec:
-            raise CaseFileError(f"{what}'s spec has no `shape:`, e.g. [2, 3]", spec.line)
-        shape, line = spec.at("shape")
-        if not (isinstance(shape, Seq) and len(shape) <= MAX_RANK):
-            raise CaseFileError(f"{what}: shape must be a list of sizes, e.g. [2, 3]", line)
-        shape = tuple(
-            _integer(size, size_line, f"{what}: a size in shape")
-            for size, size_line in shape.located()
-        )
-        _check_shape(what, shape, self.max_elements, line)
-        low, high = (
-            _number(*spec.at(key), f"{what}: {key}") if key in spec else None
-            for key in ("low", "high")
-        )
-        if "seed" in spec:
-            seed = _integer(*spec.at("seed"), f"{what}: seed")
-        init = spec.get("init", "normal")
-        try:
-            return RandomSpec(seed, name, shape, init, low, high, dtype)
-        except ValueError as e:
-            raise CaseFileError(f"{what}: {e}", spec.line) from None
-
-    def _expression(self, raw: Map, inputs: Mapping[str, np.ndarray | RandomSpec]) -> Expression:
-        """The parsed expression; its errors and oversized nodes at their file lines."""
-        if "expr" not in raw:
-            raise CaseFileError("the case has no `expr:`", raw.line)
-        source, line = raw.at("expr")
-        if not isinstance(source, str):
-            raise CaseFileError(f"expr must be a string, got {source!r}", line)
-        node = raw.nodes["expr"]
-        try:
-            expression = parse(source, {name: value.shape for name, value in inputs.items()})
-        except ExpressionError as e:
-            raise CaseFileError(e.message, _ExprLines(node, source).line(e.line)) from None
-        where = _ExprLines(node, source)
-        for made in expression.nodes:
-            _check_shape(made.text, made.shape, self.max_elements, where.line(made.line))
-        total, limit = case_elements(expression), CASE_ELEMENTS * self.max_elements
-        if total > limit:
-            raise CaseFileError(
-                f"the case's inputs and nodes hold {total:,} elements together, above the "
-                f"limit of {limit:,} per case (raise it with --max-elements)",
-                line,
-            )
-        for name in inputs:
-            if name not in expression.inputs:
-                raise CaseFileError(
-                    f"input {name!r} is not used by the expression; use it or remove it",
-                    raw["inputs"].key_lines[name],
-                )
-        return expression
-
-
-def _get(settings: Settings, key: str, default: Any) -> Any:
-    return settings[key][0] if key in settings else default
-
-
-def _string(raw: Map, key: str) -> str:
-    value, line = raw.at(key)
-    if not isinstance(value, str):
-        raise CaseFileError(f"{key} must be a string, got {value!r}", line)
-    return value
-
-
-def _check_input_name(name: Any, line: int) -> None:
-    identifier = isinstance(name, str) and re.fullmatch(IDENTIFIER_PATTERN, name)
-    if not identifier or keyword.iskeyword(name):
-        raise CaseFileError(
-            f"input name {name!r} must be an identifier (ASCII letters, digits and '_', "
-            "not starting with a digit) and not a Python keyword",
-            line,
-        )
-    if has_op(name):
-        raise CaseFileError(f"input name {name!r} is an op's name; rename the input", line)
-
-
-class _ExprLines:
-    """File lines of the expression's lines, as the parser counts them.
-
-    A block scalar (``|`` or ``>``) starts on the line below its indicator, and the
-    parser strips leading blank lines. A folded or quoted scalar may join lines, so
-    no line goes past the scalar's last line.
-    """
-
-    def __init__(self, node: yaml.ScalarNode, source: str) -> None:
-        self.first = line_of(node) + (node.style in ("|", ">"))
-        self.first += source[: len(source) - len(source.lstrip())].count("\n")
-        self.last = node.end_mark.line + 1
-
-    def line(self, line: int) -> int:
-        return min(self.first + line - 1, self.last)
-
-
-def _wrt(raw: Map, expression: Expression, inputs: Mapping[str, Any]) -> list[str]:
-    if "wrt" not in raw:
-        return list(inputs)
-    wrt, line = raw.at("wrt")
-    if not (isinstance(wrt, Seq) and wrt):
-        raise CaseFileError(
-            "wrt must be a non-empty list of input or binding names, e.g. [x]", line
-        )
-    known = expression.names
-    for i, (name, name_line) in enumerate(wrt.located()):
-        if name not in known:
-            raise CaseFileError(
-                f"wrt names {name!r}, which is neither an input nor a binding "
-                f"(known: {', '.join(known)})",
-                name_line,
-            )
-        if name in wrt[:i]:
-            raise CaseFileError(f"wrt names {name!r} twice", name_line)
-    return list(wrt)
-
-
-def _output_cotangent(
-    settings: Settings, expression: Expression, seed: int, dtype: str
-) -> np.ndarray | RandomSpec:
-    """The cotangent setting made an array (or a random one's spec) of the output's shape."""
-    cotangent, line = settings.get("cotangent", ("ones", 0))
-    shape = expression.output.shape
-    if isinstance(cotangent, np.ndarray):
-        if cotangent.shape != shape:
-            raise CaseFileError(
-                f"cotangent has shape {fmt_shape(cotangent.shape)} but the output "
-                f"{expression.output.text} has shape {fmt_shape(shape)}",
-                line,
-            )
-        return cotangent.astype(numpy_dtype(dtype))
-    if cotangent == "random":
-        return cotangent_spec(seed, shape, dtype)
-    return np.ones(shape, dtype=numpy_dtype(dtype))
-
-
-def _expect(raw: Map, expression: Expression, wrt: list[str], limit: int) -> dict[str, np.ndarray]:
-    """Pinned reference gradients, as float64, each of its wrt node's shape."""
-    if "expect" not in raw:
-        return {}
-    expect, line = raw.at("expect")
-    if not isinstance(expect, Map):
-        raise CaseFileError("expect must map wrt names to gradients, e.g. {x: [1.0, 2.0]}", line)
-    pinned = {}
-    for name in expect:
-        if name not in wrt:
-            raise CaseFileError(
-                f"expect names {name!r}, which is not in wrt ({', '.join(wrt)})",
-                expect.key_lines[name],
-            )
-        value, line = expect.at(name)
-        array = _array(value, line, f"expect {name!r}", limit)
-        shape = expression.lookup(name).shape
-        if array.shape != shape:
-            raise CaseFileError(
-                f"expect {name!r} has shape {fmt_shape(array.shape)} "
-                f"but {name} has shape {fmt_shape(shape)}",
-                line,
-            )
-        pinned[name] = array
-    return pinned
+    problems = Problems()  # an unknown key and a bad value are both reported
+    problems.check(check_keys, defaults, DEFAULT_KEYS, "in defaults")
+    settings = problems.check(parse_settings, defaults)
+    problems.raise_any()
+    return cases, settings

@@ -184,13 +184,18 @@ SEND_DRAWN_ELEMENTS = 100_000
 
 @dataclass
 class InvalidCase:
-    """A case (or a whole file) that could not be loaded; `message` says what to change."""
+    """A case (or a whole file) that could not be loaded; `message` says what to change.
+
+    `problems` holds each problem as (line, message), in the order of their lines; the
+    first is at `line`, and `message` says them all, a line each (the first's without,
+    the others' with their `file:line: `)."""
 
     name: str
     file: str
     line: int
     message: str
     expr: str = ""
+    problems: list[tuple[int, str]] = field(default_factory=list)
 
     @property
     def location(self) -> str:

@@ -11,17 +11,11 @@ import keyword
 from typing import Any
 
 from ..ops import all_ops
+from .case_reader import IDENTIFIER_PATTERN, NAME_PATTERN
 from .inputs import INITS
-from .loader import (
-    COTANGENTS,
-    DEFAULT_KEYS,
-    IDENTIFIER_PATTERN,
-    MAX_RANK,
-    NAME_PATTERN,
-    REFERENCES,
-    TOLERANCE_KEYS,
-)
+from .loader import DEFAULT_KEYS
 from .model import DTYPES, MODES
+from .values import COTANGENTS, MAX_RANK, REFERENCES, TOLERANCE_KEYS
 
 
 def case_file_schema() -> dict[str, Any]:

@@ -16,7 +16,7 @@ from .common import EXIT_OK, Paths, boundary, echo_err, load_ops, run_settings
 cache_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
-    help="Review the reference cache: recompute entries, lock them for review.",
+    help="Review the reference cache: recompute entries, lock them.",
 )
 CacheDir = Annotated[
     Path | None,
@@ -42,14 +42,19 @@ def cache_verify(
     """
     from ..cache import ReferenceCache
     from ..lock import verify
+    from ..report.text import plural
 
     cases, folder = _valid_cases(paths, cache_dir)
     found = verify(cases, ReferenceCache(folder, read_only=True), sample=sample, seed=seed)
     for case, problem in found.differ:
         typer.echo(f"DIFFERS {case.location}::{case.name}: the entry {problem}")
     typer.echo(
-        f"{len(found.checked)} cached references recomputed, {len(found.differ)} differ"
-        + (f"; {len(found.not_cached)} cases have none cached" if found.not_cached else "")
+        f"{plural(len(found.checked), 'cached reference')} recomputed, {len(found.differ)} differ"
+        + (
+            f"; {plural(len(found.not_cached), 'case')} with none cached"
+            if found.not_cached
+            else ""
+        )
     )
     raise typer.Exit(1 if found.differ else EXIT_OK)
 

@@ -14,11 +14,26 @@ from .common import (
     Paths,
     app,
     boundary,
-    echo_err,
     load_ops,
     run_settings,
     stdout_console,
 )
+
+
+def print_problems(items) -> int:
+    """The invalid cases among `items` on stderr, as `INVALID file:line: problem` lines
+    (the same in `list` and `run`); how many there were."""
+    import sys
+
+    from rich.console import Console
+
+    from ..cases import InvalidCase
+    from ..report import render_problems
+
+    problems = [(i.location, i.message) for i in items if isinstance(i, InvalidCase)]
+    if problems:
+        render_problems(problems, Console(file=sys.stderr, highlight=False, emoji=False))
+    return len(problems)
 
 
 @app.command("list")
@@ -26,38 +41,70 @@ from .common import (
 def list_cases(
     paths: Paths = None,
     ops_files: OpsFiles = None,
-    keyword: Annotated[str | None, typer.Option("-k", help="Only matching cases.")] = None,
+    keyword: Annotated[
+        str | None,
+        typer.Option("-k", help="Only cases whose name or tag matches.", metavar="EXPR"),
+    ] = None,
 ) -> None:
-    """List the cases the paths hold, and every problem in their files."""
-    from rich.markup import escape
-
+    """List the cases and every problem in the case files."""
     from ..cases import Case, load_paths
+    from ..report.text import plural, without_trailing_blanks
 
     settings = run_settings({"paths": paths, "ops": ops_files})
     load_ops(list(settings.ops))
     items = load_paths(list(settings.paths), keyword=keyword)
     console = stdout_console()
-    for item in items:
-        if isinstance(item, Case):
-            expr = escape(" ".join(item.expr.split()))
-            tags = f"  [dim]\\[{escape(', '.join(item.tags))}][/dim]" if item.tags else ""
-            where = f"{escape(item.location)}::{escape(item.name)}"
-            console.print(f"{where}  {expr}{tags}", soft_wrap=True)
-        else:
-            echo_err(f"{item.location}: {item.message}")
-    invalid = sum(1 for i in items if not isinstance(i, Case))
-    console.print(f"{len(items) - invalid} cases" + (f", {invalid} invalid" if invalid else ""))
+    invalid = print_problems(items)
+    with console.capture() as captured:
+        for item in items:
+            if isinstance(item, Case):
+                console.print(_listed(item, console.width), soft_wrap=False)
+    console.file.write(without_trailing_blanks(captured.get()))
+    console.print(
+        plural(len(items) - invalid, "case") + (f", {invalid} invalid" if invalid else "")
+    )
     raise typer.Exit(EXIT_USAGE if invalid else EXIT_OK)
+
+
+def _listed(case, width: int):
+    """`file:line::name  expr  [tags]` on one line when it fits; else the expression
+    under the name, indented as a block, each of its lines wrapped at words."""
+    from rich.console import Group
+    from rich.padding import Padding
+    from rich.text import Text
+
+    from ..report.rich_report import expr_lines
+    from ..report.text import printable
+
+    lines = expr_lines(case.expr)
+    head = Text(printable(f"{case.location}::{case.name}"))
+    tags = Text(f"[{', '.join(case.tags)}]", style="dim") if case.tags else Text()
+    one_line = Text.assemble(head, "  ", (lines[0] if lines else "", "cyan"))
+    if tags:
+        one_line.append_text(Text("  ").append_text(tags))
+    if len(lines) <= 1 and one_line.cell_len <= width:
+        return one_line
+    body = [Text("\n".join(lines), style="cyan")]
+    if tags and head.cell_len + 2 + tags.cell_len <= width:
+        head = Text.assemble(head, "  ", tags)
+    elif tags:
+        body.append(tags)
+    return Group(head, *(Padding(b, (0, 0, 0, 4), expand=False) for b in body))
 
 
 @app.command("init-engine")
 @boundary
 def init_engine(
-    path: Annotated[Path, typer.Argument(help="The adapter file to write, e.g. my_engine.py.")],
+    path: Annotated[
+        Path, typer.Argument(help="The adapter file to write, e.g. my_engine.py.", metavar="FILE")
+    ],
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
     ops_files: OpsFiles = None,
 ) -> None:
-    """Write an engine adapter template (every op, stubbed) and a first case file next to it."""
+    """Write an engine adapter to fill in, and a first case file.
+
+    The adapter has a stub for every op; the case file, beside it, two cases to start with.
+    """
     from ..scaffold import write_scaffold
 
     load_ops(ops_files)

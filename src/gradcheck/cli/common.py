@@ -40,12 +40,18 @@ class Isolate(str, enum.Enum):
 
 Paths = Annotated[
     list[Path] | None,
-    typer.Argument(help="Case files or folders searched for *.yaml/*.yml [default: cases/]."),
+    typer.Argument(
+        help="Case files or folders searched for *.yaml/*.yml [default: cases/].",
+        metavar="PATHS",
+        show_default=False,
+    ),
 ]
 OpsFiles = Annotated[
     list[Path] | None,
     typer.Option(
-        "--ops", help="A Python file declaring user-defined ops (gradcheck.op); repeatable."
+        "--ops",
+        help="A Python file declaring user-defined ops (gradcheck.op); repeatable.",
+        metavar="FILE",
     ),
 ]
 

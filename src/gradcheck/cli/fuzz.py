@@ -100,7 +100,10 @@ def fuzz(
         typer.Option(help="What a failing example is confirmed against, as for run."),
     ] = Reference.tensorflow,
 ) -> None:
-    """Generate cases over the engine's ops, and shrink each bug found to a case file."""
+    """Generate cases over the engine's ops; shrink each bug found.
+
+    Each bug found is shrunk to a small case file.
+    """
     import secrets
 
     from ..fuzzing import Budget, fuzz_engine

@@ -45,12 +45,16 @@ def ops(
         typer.Option("--forward", help="The JVP rules (forward mode) instead (implies --rules)."),
     ] = False,
 ) -> None:
-    """Every op an expression may use: signature, TensorFlow mapping, meaning, VJP (or JVP)
-    rules."""
+    """Every op an expression may use, with its TensorFlow mapping.
+
+    Each op's signature, TensorFlow mapping and meaning, and (--rules) its VJP rules
+    (--forward: its JVP rules).
+    """
     from rich.table import Table
     from rich.text import Text
 
     from ..ops import all_ops
+    from ..report.text import without_trailing_blanks
 
     load_ops(ops_files)
     if markdown:
@@ -60,8 +64,12 @@ def ops(
     spell = (spelling or Spelling.numpy).value if rules or spelling or forward else None
     mode = "fwd" if forward else "rev"
     table = Table(box=None, pad_edge=False)
-    for column in ("op", "TensorFlow", "operator", "meaning"):
-        table.add_column(column)
+    # Signatures and TensorFlow names are copied into code: never cut; the meaning goes
+    # under the TensorFlow name, wrapping at words, so that 80 columns hold it all.
+    table.add_column("op", no_wrap=True)
+    table.add_column("operator", no_wrap=True)
+    heading = "TensorFlow" if spell else "TensorFlow, meaning"
+    table.add_column(heading, overflow="fold", min_width=24)
     if found:
         table.add_column("engine", no_wrap=True)
     if spell:
@@ -71,14 +79,18 @@ def ops(
         # Text, not markup: `concat([values, ...], axis=0)` would lose its `[values, ...]`.
         tf_name = op.tf_name or "none: --reference numeric"
         doc = f"{op.doc} [user op, {op.origin}]" if op.origin else op.doc
-        cells = [op.signature, tf_name, operator, doc]
+        # With the rules beside it, the meaning would interleave with their lines.
+        tf_cell = Text(tf_name) if spell else Text.assemble(tf_name, "\n", (doc, "dim"))
+        cells = [Text(op.signature), Text(operator), tf_cell]
         if found:
-            cells.append(_has(found, op.name))
+            cells.append(Text(_has(found, op.name)))
         if spell:
-            cells.append("\n".join(_rule_lines(op, spell, mode)))
-        table.add_row(*map(Text, cells))
+            cells.append(Text("\n".join(_rule_lines(op, spell, mode))))
+        table.add_row(*cells)
     console = stdout_console()
-    console.print(table)
+    with console.capture() as captured:
+        console.print(table)
+    console.file.write(without_trailing_blanks(captured.get()))
     if found:
         console.print(Text(_coverage_line(engine or "", found)))
 
@@ -111,7 +123,7 @@ def _coverage_line(spec: str, found) -> str:
     if found.stubs:
         parts.append(f"stubs that raise NotImplementedError: {', '.join(found.stubs)}")
     if found.protocol:
-        parts.append(f"and no working {', '.join(found.protocol)} yet (SPEC §4)")
+        parts.append(f"and no working {', '.join(found.protocol)} yet (every adapter needs them)")
     return "; ".join(parts)
 
 
@@ -158,7 +170,7 @@ def _ops_markdown() -> str:
 @app.command()
 @boundary
 def faults() -> None:
-    """The catalogue of known autodiff bugs the diagnosis fingerprints."""
+    """The known autodiff bugs the diagnosis fingerprints."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -178,7 +190,10 @@ def faults() -> None:
 @app.command()
 @boundary
 def schema(ops_files: OpsFiles = None) -> None:
-    """The JSON Schema (draft 2020-12) of case files, for editors and validators."""
+    """The JSON Schema of case files, for editors and validators.
+
+    JSON Schema draft 2020-12.
+    """
     from ..cases import case_file_schema
 
     load_ops(ops_files)

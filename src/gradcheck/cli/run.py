@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import os
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -13,6 +15,7 @@ from typer.core import TyperCommand
 from .. import __version__
 from ..config import DEFAULTS
 from ..errors import GradcheckError
+from .cases import print_problems
 from .common import (
     EXIT_USAGE,
     Isolate,
@@ -225,7 +228,7 @@ def run(
         ),
     ] = None,
 ) -> None:
-    """Check every case against TensorFlow (or finite differences: --reference).
+    """Check every case against TensorFlow (or finite differences).
 
     Options not given come from [tool.gradcheck] in the nearest pyproject.toml, or from
     gradcheck.toml (see the README), else from the defaults shown."""
@@ -271,7 +274,11 @@ def run(
                 rtol=settings.rtol,
                 atol=settings.atol,
             )
-            engine_arg = engine if options.isolate == "process" else engine_factory(engine)
+            print_problems(collected.items)  # case-file problems on stderr, before anything runs
+            # What an engine's module prints on import is not the report's: stdout may
+            # carry JSON. (Its cases' output is captured with each case.)
+            with contextlib.redirect_stdout(sys.stderr):
+                engine_arg = engine if options.isolate == "process" else engine_factory(engine)
         except Interrupted as stop:
             echo_err(f"gradcheck: interrupted by {stop.signal} before any case ran")
             raise typer.Exit(_signal_exit(stop.signal)) from None
@@ -338,7 +345,7 @@ class _Report:
             Format.html: lambda: to_html(result, tool_version=__version__),
         }
         if self.rich_to_stdout:
-            render(result, self.console, verbose=verbose, quiet=self.quiet)
+            render(result, self.console, verbose=verbose, quiet=self.quiet, problems=False)
             if format is Format.github and into_file is not Format.github:
                 typer.echo(writers[format](), nl=False)  # people read the report, the runner these
         else:

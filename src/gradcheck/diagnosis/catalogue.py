@@ -123,7 +123,7 @@ CATALOGUE: tuple[Fault, ...] = (
             ("matmul", 0): lambda g, ans, a, b: g @ _full_t(b),
             ("matmul", 1): lambda g, ans, a, b: _full_t(a) @ g,
         },
-        seen="the question gradcheck grew from (SPEC, seed/)",
+        seen="the question gradcheck grew from (cases/seed.yaml, examples/seed_engine.py)",
     ),
     Fault(
         "matmul.no-batch-reduce",
@@ -163,7 +163,7 @@ CATALOGUE: tuple[Fault, ...] = (
         "`g.sum(axis=ones, keepdims=True)`",
         reduce=_leading_only,
         reduce_ops=BINARY_ELEMENTWISE | {"matmul"},
-        seen="the question gradcheck grew from (SPEC, seed/)",
+        seen="the question gradcheck grew from (cases/seed.yaml, examples/seed_engine.py)",
     ),
     Fault(
         "broadcast.leading-kept",
@@ -424,7 +424,7 @@ CATALOGUE: tuple[Fault, ...] = (
         "visit nodes in reverse topological order (each after all its consumers): "
         "`for node in reversed(topological_order(output))`",
         driver="traversal-order",
-        seen="the question gradcheck grew from (SPEC, seed/)",
+        seen="the question gradcheck grew from (cases/seed.yaml, examples/seed_engine.py)",
     ),
     Fault(
         "backprop.no-upstream",

@@ -55,9 +55,9 @@ def load_engine(spec: str) -> EngineFactory:
         )
     for method in missing_methods(engine):
         raise UsageError(
-            f"--engine {spec}: {class_name} has no {method}() method (an engine needs leaf, "
-            "value and grad; a functional engine implements vjp() instead; "
-            "`gradcheck init-engine FILE` writes a template)"
+            f"--engine {spec}: {class_name} has no {method}() method (an adapter "
+            "implements leaf, value and grad; a functional engine implements vjp() instead; "
+            "`gradcheck init-engine` writes one)"
         )
     if getattr(engine, "conventions", None):
         try:

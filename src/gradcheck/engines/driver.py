@@ -332,11 +332,13 @@ def check_grads(result: Any, names: Sequence[str], what: str = "grad") -> dict[s
         grads = call_engine(f"reading {what}'s result", list, result)
     else:
         raise EngineFailure(
-            f"{what} returned {type(result).__name__}; expected a list of {len(names)} arrays, "
+            f"{what} returned {type(result).__name__}; expected a list of {len(names)} "
+            f"array{'s' if len(names) != 1 else ''}, "
             f"one per wrt node ({', '.join(names)})"
         )
     if len(grads) != len(names):
         raise EngineFailure(
-            f"{what} returned {len(grads)} arrays for {len(names)} wrt nodes ({', '.join(names)})"
+            f"{what} returned {len(grads)} array{'s' if len(grads) != 1 else ''} for "
+            f"{len(names)} wrt node{'s' if len(names) != 1 else ''} ({', '.join(names)})"
         )
     return {name: as_array(g, f"{what} for {name}") for name, g in zip(names, grads, strict=True)}

@@ -10,11 +10,12 @@ inferred here, so a shape error is found before anything runs, and it names the 
 from __future__ import annotations
 
 import ast
+import difflib
 import itertools
 from collections.abc import Mapping
 from typing import Any
 
-from ..ops import Op, Shape, ShapeError, get_op, has_op, operator_ops
+from ..ops import Op, Shape, ShapeError, all_ops, get_op, has_op, operator_ops
 from .graph import Expression, Node
 
 MAX_DEPTH = 200
@@ -188,9 +189,12 @@ class _Parser:
             return made
         if has_op(name):
             raise ExpressionError(f"{name} is an op; call it, as in {name}(x)", node.lineno)
-        known = ", ".join([*self.input_shapes, *self.bindings]) or "none"
+        names = [*self.input_shapes, *self.bindings]
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
         raise ExpressionError(
-            f"undefined name {name!r} (inputs and bindings: {known})", node.lineno
+            f"undefined name {name!r} ({hint}inputs and bindings: {', '.join(names) or 'none'})",
+            node.lineno,
         )
 
     def _call(self, node: ast.Call, depth: int) -> Node:
@@ -198,8 +202,12 @@ class _Parser:
             reason = _FORBIDDEN.get(type(node.func), "call an op by its name")
             raise ExpressionError(f"{self._text(node)}: {reason}", node.lineno)
         if not has_op(node.func.id):
+            names = [op.name for op in all_ops()]
+            close = difflib.get_close_matches(node.func.id, names, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
             raise ExpressionError(
-                f"{self._text(node)}: unknown op {node.func.id!r} (see `gradcheck ops`)",
+                f"{self._text(node)}: unknown op {node.func.id!r} ({hint}`gradcheck ops` "
+                "lists them)",
                 node.lineno,
             )
         op = get_op(node.func.id)

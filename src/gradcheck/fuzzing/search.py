@@ -334,7 +334,8 @@ def bug_key(result: CaseResult, case: Case) -> BugKey:
         return "error", describe((top.code, top.op))
     raised = _RAISED.match(result.message)
     if raised is None:  # "grad returned 2 arrays for 3 wrt nodes (x, y, z)"
-        return "error", re.sub(r"\d+", "N", re.split(r"[(:]", result.message)[0]).strip()
+        counted = re.sub(r"\d+", "N", re.split(r"[(:]", result.message)[0]).strip()
+        return "error", re.sub(r"\bN (\w+?)s\b", r"N \1", counted)  # 1 array, 2 arrays: one bug
     what, exception = raised.groups()
     ops = {n.text: n.op.name for n in case.expression.op_nodes if n.op is not None}
     return "error", f"{ops.get(what, what)} raised {exception}"

@@ -14,7 +14,10 @@ def _matmul_shape(a: Shape, b: Shape) -> Shape:
             f"needs rank >= 2 on both sides, got shapes {fmt_shape(a)} and {fmt_shape(b)}"
         )
     if a[-1] != b[-2]:
-        raise ShapeError(f"inner dimensions {a[-1]} and {b[-2]} differ")
+        raise ShapeError(
+            f"inner dimensions {a[-1]} and {b[-2]} differ "
+            f"(shapes {fmt_shape(a)} and {fmt_shape(b)})"
+        )
     try:
         batch = broadcast_shapes(a[:-2], b[:-2])
     except ShapeError as e:

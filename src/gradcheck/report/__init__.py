@@ -10,6 +10,7 @@ from gradcheck.report.rich_report import (
     plain_text,
     render,
     render_case,
+    render_problems,
     summary_line,
 )
 
@@ -18,6 +19,7 @@ __all__ = [
     "plain_text",
     "render",
     "render_case",
+    "render_problems",
     "summary_line",
     "to_dict",
     "to_github",

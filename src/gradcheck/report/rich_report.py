@@ -13,16 +13,20 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 
-import numpy as np
-from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from gradcheck.report.rich_arrays import comparisons
 from gradcheck.report.rich_summary import citation, run_summary, summary_notes
-from gradcheck.report.text import no_workflow_commands, printable
-from gradcheck.results import CaseResult, Comparison, Hint, RunResult
+from gradcheck.report.text import (
+    no_workflow_commands,
+    printable,
+    without_trailing_blanks,
+    wrap_lines,
+)
+from gradcheck.results import CaseResult, Hint, RunResult
 
 STATUS_WORD = {
     "passed": "PASSED",
@@ -42,12 +46,6 @@ STATUS_STYLE = {
 }
 CONFIDENCE_STYLE = {"exact": "bold green", "likely": "yellow", "possible": "dim"}
 
-# Arrays up to this many elements are printed in verbose mode; larger ones would
-# scroll the diagnosis off the screen.
-ARRAY_PRINT_LIMIT = 64
-# A failing input's arrays are shown without -v when they are this small: seeing the
-# wrong numbers next to the right ones is often the whole story.
-FAILING_ARRAY_LIMIT = 27
 # The last lines of an engine traceback name the call that failed; `-v` and the JSON
 # report keep the whole thing.
 TRACEBACK_TAIL_LINES = 12
@@ -56,33 +54,51 @@ CAPTURED_TAIL_LINES = 20
 INDENT = 2
 
 
-def render(run: RunResult, console: Console, *, verbose: bool = False, quiet: bool = False) -> None:
+def render(
+    run: RunResult,
+    console: Console,
+    *,
+    verbose: bool = False,
+    quiet: bool = False,
+    problems: bool = True,
+) -> None:
     """Print the whole run: every case (only failures when `quiet`), the run's diagnosis and
     (unless `quiet`) its report card, then the summary.
 
-    On a terminal as it goes; elsewhere (a CI log) whole, once no line of it can start a
-    workflow command.
+    `problems=False` leaves the invalid cases out (the command line has shown them on
+    stderr). Whole, once rendered: without the blanks rich pads lines with and, off a terminal
+    (a CI log), once no line of it can start a workflow command.
     """
-    if console.is_terminal:
-        _render(run, console, verbose, quiet)
-        return
     with console.capture() as captured:
-        _render(run, console, verbose, quiet)
-    console.file.write(no_workflow_commands(captured.get()))
+        _render(run, console, verbose, quiet, problems)
+    text = without_trailing_blanks(captured.get())
+    console.file.write(text if console.is_terminal else no_workflow_commands(text))
 
 
-def _render(run: RunResult, console: Console, verbose: bool, quiet: bool) -> None:
+def _render(run: RunResult, console: Console, verbose: bool, quiet: bool, problems: bool) -> None:
     if not quiet:
         origin = f" {run.engine_origin}" if run.engine_origin else ""
         header = f"gradcheck: engine {run.engine}{origin}, reference {run.reference}"
         console.print(_plain(header, style="dim"))
     for case in run.cases:
-        if (quiet and case.passed) or (run.fail_fast and case.status == "not run"):
+        if (quiet and case.passed) or (not problems and case.status == "invalid"):
+            continue
+        if run.fail_fast and case.status == "not run":
             continue  # the summary counts the cases -x left out
         render_case(case, console, verbose, cause=citation(run, case))
     for renderable in run_summary(run, card=not quiet):
         console.print(renderable)
     console.print(Text(summary_line(run), style=_summary_style(run)))
+
+
+def render_problems(problems: list[tuple[str, str]], console: Console) -> None:
+    """Case-file problems, each `(file:line, message)`, as `INVALID` lines: the command
+    line prints them on stderr, where problems go whatever the report's format."""
+    with console.capture() as captured:
+        for location, message in problems:
+            for renderable in problem_lines(location, message, console.width):
+                console.print(renderable, soft_wrap=isinstance(renderable, Text))
+    console.file.write(without_trailing_blanks(captured.get()))
 
 
 def render_case(
@@ -109,10 +125,8 @@ def plain_text(case: CaseResult, *, width: int = 80, cause: str | None = None) -
         highlight=False,
     )
     render_case(case, console, verbose=False, cause=cause)
-    # rich pads every line of a multi-line block to the block's width; plain text
-    # (a CI log, an XML attribute's neighbour) is easier to read and diff without it.
-    lines = [line.rstrip() for line in buffer.getvalue().splitlines()]
-    return no_workflow_commands("\n".join(lines).rstrip("\n") + "\n")
+    text = without_trailing_blanks(buffer.getvalue())
+    return no_workflow_commands(text.rstrip("\n") + "\n")
 
 
 def summary_line(run: RunResult) -> str:
@@ -153,49 +167,95 @@ def headline(case: CaseResult) -> str:
 def _case_renderables(
     case: CaseResult, verbose: bool, width: int, cause: str | None = None
 ) -> Iterator[RenderableType]:
+    """A failing case leads with the answer: its top hint and fix, then the expression,
+    the input table and the arrays, then the other explanations."""
+    body = width - INDENT
     if case.status == "passed":
-        yield _status_line(case, case_id=f"{case.file}::{case.name}", detail=_duration(case))
+        yield from _status_line(case, f"{case.file}::{case.name}", _duration(case), width)
         for result in case.inputs:  # passed under a declared convention: say which
             for hint in result.hints:
                 yield _indented(Text(f"{hint.code}: {hint.message}", style="dim"))
         if verbose:
-            yield from _comparisons(case, verbose, width)
-            yield from _captured(case, verbose)
+            yield from map(_indented, comparisons(case, True, body))
+            yield from _captured(case, verbose, body)
             yield Text()
-    elif case.status == "skipped":
-        yield _status_line(
-            case, case_id=f"{case.file}::{case.name}", detail=_user_text(case.message, "yellow")
-        )
-    elif case.status in ("invalid", "not run"):
-        yield _status_line(case, case_id=_invalid_location(case), detail=Text())
-    elif case.status == "error":
-        yield _status_line(case, case_id=_full_id(case), detail=_duration(case))
-        yield from _error_body(case, verbose, cause)
+        return
+    if case.status == "skipped":
+        detail = _user_text(case.message, "yellow")
+        yield from _status_line(case, f"{case.file}::{case.name}", detail, width)
+        return
+    if case.status in ("invalid", "not run"):
+        yield from _invalid_lines(case, width)
+        return
+    yield from _status_line(case, _full_id(case), _duration(case), width)
+    hints = list(_hint_blocks(case, cause))
+    yield from hints[:1]  # the answer first
+    if case.expr:
+        yield _indented(_expr(case))
+    if case.status == "error":
+        yield _indented(_user_text(case.message or "engine error", style="red"))
+        if case.traceback:
+            tail = _tail(case.traceback, TRACEBACK_TAIL_LINES, verbose)
+            yield _indented(_user_text(wrap_lines(tail, body), "dim"))
     else:
-        yield _status_line(case, case_id=_full_id(case), detail=_duration(case))
-        yield from _failure_body(case, verbose, width, cause)
+        if case.message:
+            yield _indented(_user_text(case.message))
+        yield from map(_indented, comparisons(case, verbose, body))
+    if verbose and case.nodes:
+        yield _nodes(case)
+    yield from hints[1:]
+    yield from _captured(case, verbose, body)
+    yield Text()
 
 
-def _status_line(case: CaseResult, *, case_id: str, detail: Text) -> Text:
+def _status_line(case: CaseResult, case_id: str, detail: Text, width: int) -> list[RenderableType]:
+    """`FAILED  file:line::name  detail`, the id never broken (it is made to be copied and
+    grepped), a detail too long for the line wrapped at words under the id."""
     # Pad to the longest word (SKIPPED/INVALID) so the case ids line up.
-    line = Text.assemble(
-        (f"{STATUS_WORD[case.status]:<7}", STATUS_STYLE[case.status]), " ", printable(case_id)
-    )
+    word = Text(f"{STATUS_WORD[case.status]:<7}", STATUS_STYLE[case.status])
+    line = Text.assemble(word, " ", printable(case_id))
     if detail:
         line.append("  ")
         line.append_text(detail)
-    return line
+    if line.cell_len <= width:
+        return [line]
+    return _hanging(word, Text(printable(case_id)), detail, width)
+
+
+def _invalid_lines(case: CaseResult, width: int) -> list[RenderableType]:
+    return problem_lines(case.location, case.message, width, STATUS_WORD[case.status])
+
+
+def problem_lines(
+    location: str, message: str, width: int, word: str = "INVALID"
+) -> list[RenderableType]:
+    """`INVALID file:line: problem`, a line per problem of the case, wrapped at words."""
+    status = {v: k for k, v in STATUS_WORD.items()}[word]
+    # Case-file errors usually already start with `file:line:`; don't repeat it.
+    if message.startswith(location + ":"):
+        message = message[len(location) + 1 :].lstrip()
+    word_text = Text(f"{word:<7}", STATUS_STYLE[status])
+    return _hanging(word_text, _plain(location + ":"), _plain(message), width, sep=" ")
+
+
+def _hanging(
+    word: Text, case_id: Text, detail: Text, width: int, sep: str = "  "
+) -> list[RenderableType]:
+    """The status word, then the id and detail in a column that wraps at words; an id
+    too long for that column on a line of its own, unbroken, and the detail under it."""
+    column = width - len(word) - 1
+    if case_id.cell_len > column:
+        # A bare Text: printed with soft_wrap, as a status line is, so never broken.
+        return [Text.assemble(word, " ", case_id), _indented(detail, 0, len(word) + 1)]
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold", max_width=column)
+    grid.add_row(word, Text.assemble(case_id, sep, detail) if detail else case_id)
+    return [grid]
 
 
 def _full_id(case: CaseResult) -> str:
     return f"{case.location}::{case.name}"
-
-
-def _invalid_location(case: CaseResult) -> str:
-    # Case-file errors usually already start with `file:line:` (SPEC §3); don't repeat it.
-    if case.message.startswith(case.location):
-        return case.message
-    return f"{case.location}: {case.message}"
 
 
 def _user_text(text: str, style: str = "") -> Text:
@@ -217,41 +277,33 @@ def _duration(case: CaseResult) -> Text:
     return Text(f"{case.duration_s:.2f}s", style="dim")
 
 
-def _indented(renderable: RenderableType, level: int = 1) -> Padding:
+def _indented(renderable: RenderableType, level: int = 1, columns: int = 0) -> Padding:
     # expand=False: padding to the full width would leave trailing spaces on every line.
-    return Padding(renderable, (0, 0, 0, INDENT * level), expand=False)
+    return Padding(renderable, (0, 0, 0, columns or INDENT * level), expand=False)
 
 
-def _failure_body(
-    case: CaseResult, verbose: bool, width: int, cause: str | None
-) -> Iterator[RenderableType]:
-    if case.expr:
-        yield _indented(_expr(case))
-    if case.message:
-        yield _indented(_user_text(case.message))
-    yield from _comparisons(case, verbose, width)
-    if verbose and case.nodes:
-        yield _nodes(case)
-    yield from _hint_blocks(case, cause)
-    yield from _captured(case, verbose)
-    yield Text()
+def _expr(case: CaseResult) -> Table:
+    """`expr` and the expression, its lines (bindings, then the output) as one block."""
+    return _labelled([("expr", Text("\n".join(expr_lines(case.expr)), style="cyan"))])
 
 
-def _error_body(case: CaseResult, verbose: bool, cause: str | None) -> Iterator[RenderableType]:
-    if case.expr:
-        yield _indented(_expr(case))
-    yield _indented(_user_text(case.message or "engine error", style="red"))
-    if case.traceback:
-        yield _indented(_user_text(_tail(case.traceback, TRACEBACK_TAIL_LINES, verbose), "dim"))
-    if verbose and case.nodes:
-        yield _nodes(case)
-    yield from _hint_blocks(case, cause)  # where the error is, when the diagnosis found it
-    yield from _captured(case, verbose)
-    yield Text()
+def expr_lines(expr: str) -> list[str]:
+    """An expression's lines, control characters escaped, blank ones and the common margin
+    dropped: a block scalar's lines as the case file shows them."""
+    lines = [line.rstrip() for line in printable(expr.strip("\n")).splitlines()]
+    lines = [line for line in lines if line.strip()]
+    margin = min(len(line) - len(line.lstrip()) for line in lines) if lines else 0
+    return [line[margin:] for line in lines]
 
 
-def _expr(case: CaseResult) -> Text:
-    return Text.assemble(("expr ", "dim"), (printable(case.expr), "cyan"))
+def _labelled(rows: list[tuple[str, RenderableType]], label_style: str = "dim") -> Table:
+    """Rows of `label  text`, the text wrapping at words in its own column."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(style=label_style, no_wrap=True)
+    grid.add_column(overflow="fold")
+    for label, text in rows:
+        grid.add_row(label, text)
+    return grid
 
 
 def _tail(text: str, lines: int, verbose: bool) -> str:
@@ -259,121 +311,12 @@ def _tail(text: str, lines: int, verbose: bool) -> str:
     return "\n".join(kept if verbose else kept[-lines:])
 
 
-def _captured(case: CaseResult, verbose: bool) -> Iterator[RenderableType]:
+def _captured(case: CaseResult, verbose: bool, width: int) -> Iterator[RenderableType]:
     """What the engine printed during the case, under the case it belongs to."""
     if case.captured.strip():
+        tail = _tail(case.captured, CAPTURED_TAIL_LINES, verbose)
         yield _indented(Text("captured output:", style="dim"))
-        yield _indented(_user_text(_tail(case.captured, CAPTURED_TAIL_LINES, verbose)), 2)
-
-
-# --- comparisons ----------------------------------------------------------------------
-
-
-def _comparisons(case: CaseResult, verbose: bool, width: int) -> Iterator[RenderableType]:
-    """The input table (forward row first when it failed), then arrays to read."""
-    rows: list[tuple[str, Comparison]] = []
-    # A wrong forward value makes every gradient suspect, so it leads the table.
-    if case.forward is not None and (verbose or not case.forward.passed):
-        rows.append(("(forward)", case.forward))
-    rows += [
-        (name, i.comparison)
-        for name, i in case.labelled_inputs()
-        if verbose or not i.comparison.passed
-    ]
-    inconsistent = [
-        (i.name, i.consistency)
-        for i in case.jvp
-        if i.consistency is not None and (verbose or not i.consistency.passed)
-    ]
-    if not rows and not inconsistent:
-        return
-    if rows:
-        yield _indented(_comparison_table(rows))
-    for name, c in inconsistent:
-        line = Text(f"{name}: forward vs reverse mode: <vjp(u), t> = {c.vjp_dot:.6g}, ")
-        line.append(f"<u, jvp(t)> = {c.jvp_dot:.6g} (bound {c.bound:.2g}) ")
-        line.append(c.status, style=STATUS_STYLE[c.status])
-        yield _indented(line)
-    for name, comparison in rows:
-        if verbose or (not comparison.passed and comparison.size <= FAILING_ARRAY_LIMIT):
-            yield _indented(_arrays(name, comparison, width - INDENT))
-
-
-def _comparison_table(rows: list[tuple[str, Comparison]]) -> Table:
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
-    table.add_column("input", overflow="fold")
-    table.add_column("ref shape", overflow="fold")
-    table.add_column("engine shape", overflow="fold")
-    table.add_column("max abs", justify="right", no_wrap=True)
-    table.add_column("max rel", justify="right", no_wrap=True)
-    table.add_column("mismatched", justify="right", no_wrap=True)
-    table.add_column("status", no_wrap=True)
-    for name, c in rows:
-        shape_style = "" if c.reference_shape == c.engine_shape else "bold red"
-        table.add_row(
-            _plain(name, style="bold"),
-            Text(_shape(c.reference_shape)),
-            Text(_shape(c.engine_shape), style=shape_style),
-            Text(_number(c.max_abs_diff)),
-            Text(_number(c.max_rel_diff)),
-            Text(f"{c.mismatched}/{c.size}"),
-            Text(c.status, style=STATUS_STYLE[c.status]),
-        )
-    return table
-
-
-def _shape(shape: tuple[int, ...]) -> str:
-    return "scalar" if len(shape) == 0 else str(tuple(shape))
-
-
-def _number(value: float | None) -> str:
-    # None: no meaningful value (e.g. shapes differ); NaN/inf print as numpy does.
-    return "-" if value is None else f"{value:.3g}"
-
-
-def _arrays(name: str, comparison: Comparison, width: int) -> RenderableType:
-    """Reference, engine and difference side by side, for arrays small enough to read."""
-    reference, engine = comparison.reference, comparison.engine
-    title = Text.assemble((printable(name), "bold"), " arrays")
-    if comparison.worst_index is not None:
-        title.append(f", worst at index {tuple(comparison.worst_index)}", style="dim")
-    if reference is None or engine is None:
-        return title.append(": not recorded", style="dim")
-    reference, engine = np.asarray(reference), np.asarray(engine)
-    if max(reference.size, engine.size) > ARRAY_PRINT_LIMIT:
-        return title.append(f": too large to print (> {ARRAY_PRINT_LIMIT} elements)", "dim")
-
-    blocks = {"reference": reference, "engine": engine}
-    if reference.shape == engine.shape:
-        # inf - inf is NaN, which is exactly what the difference should show there.
-        with np.errstate(invalid="ignore", over="ignore"):
-            blocks["engine - reference"] = np.subtract(
-                np.asarray(engine, np.float64), np.asarray(reference, np.float64)
-            )
-    column_width = max(12, (width - 2 * (len(blocks) - 1)) // len(blocks))
-    grid = Table(
-        box=None,
-        show_edge=False,
-        pad_edge=False,
-        padding=(0, 2),
-        title=title,
-        title_justify="left",
-        header_style="dim",
-    )
-    for heading in blocks:
-        grid.add_column(heading, overflow="fold")
-    texts = [
-        _array_text(a, column_width, small=heading != "engine - reference")
-        for heading, a in blocks.items()
-    ]
-    grid.add_row(*map(Text, texts))
-    return grid
-
-
-def _array_text(array: np.ndarray, width: int, *, small: bool = True) -> str:
-    """`small=False` for differences: a difference of 1e-7 must not print as `0.`."""
-    array = np.asarray(array, np.float64)  # bfloat16 prints as NumPy floats do
-    return np.array2string(array, precision=4, max_line_width=width, suppress_small=small)
+        yield _indented(_user_text(wrap_lines(tail, width - INDENT)), 2)
 
 
 def _nodes(case: CaseResult) -> RenderableType:
@@ -397,57 +340,79 @@ def _hint_blocks(case: CaseResult, cause: str | None = None) -> Iterator[Rendera
     """The top hint in full, the case's other hints compactly, then input-only hints.
 
     Hints arrive ordered strongest first (SPEC §7); the report keeps that order so it
-    agrees with the JSON report about which explanation is the best.
+    agrees with the JSON report about which explanation is the best. A hint that says
+    the top one's thing again (same code, node and mechanism: its other argument) is
+    folded into the top one rather than listed again.
     """
-    if case.hints:
-        top, *others = case.hints
-        yield _indented(_top_hint(top, cause))
-        if others:
-            yield _indented(_compact_hints("other explanations", others))
-    shown = [*case.hints, *(h for top in case.hints for h in top.also)]
+    if not case.hints:
+        return
+    top, *rest = case.hints
+    again = [h for h in rest if _same_finding(h, top)]
+    others = [h for h in rest if not _same_finding(h, top)]
+    yield _indented(_top_hint(top, again, cause))
+    if others:
+        yield _indented(_compact_hints("other explanations", others))
+    shown = [*case.hints, *(h for hint in case.hints for h in hint.also)]
     for name, result in case.labelled_inputs():
         extra = [hint for hint in result.hints if not any(hint is h for h in shown)]
-        extra = [hint for hint in extra if hint not in shown]
+        extra = [hint for hint in extra if hint not in shown and not _same_finding(hint, top)]
         if extra:
             yield _indented(_compact_hints(f"input {name}", extra))
 
 
-def _top_hint(hint: Hint, cause: str | None = None) -> Table:
-    grid = Table.grid(padding=(0, 1))
-    grid.add_column(style="bold", no_wrap=True)
-    grid.add_column(overflow="fold")
-    grid.add_row(
-        "hint",
-        Text.assemble(
-            (hint.code, "bold red"),
-            "  ",
-            (hint.confidence, CONFIDENCE_STYLE.get(hint.confidence, "")),
-        ),
+def _same_finding(hint: Hint, top: Hint) -> bool:
+    return (hint.code, hint.node, hint.mechanism) == (top.code, top.node, top.mechanism)
+
+
+def _top_hint(hint: Hint, again: list[Hint], cause: str | None = None) -> Table:
+    """`hint code confidence`, the node, the message, the fix: the answer, in that order."""
+    head = Text.assemble(
+        (hint.code, "bold red"), "  ", (hint.confidence, CONFIDENCE_STYLE.get(hint.confidence, ""))
     )
-    grid.add_row("", _plain(hint.message))
+    rows: list[tuple[str, RenderableType]] = [("hint", head)]
+    if hint.node:
+        rows.append(("node", _plain(hint.node, style="cyan")))
+    rows.append(("", _plain(hint.message)))
     if hint.mechanism:
         mechanism = _plain(hint.mechanism, style="bold")
         if hint.region:
             mechanism.append(f"  where {printable(hint.region)}", style="")
-        grid.add_row("mechanism", mechanism)
-    grid.add_row("fix", _plain(hint.fix, style="green"))
-    if hint.node:
-        grid.add_row("node", _plain(hint.node, style="cyan"))
+        rows.append(("mechanism", mechanism))
+    rows.append(("fix", _plain(hint.fix, style="green")))
+    for other in again:
+        where = f"arg {other.arg}" if other.arg is not None else "here"
+        rows.append(("", _plain(f"the same for {where}; fix: {other.fix}", style="green")))
     if hint.also:
-        grid.add_row("also", _plain("seen as " + "; ".join(_also(h) for h in hint.also), "dim"))
+        rows.append(("also", _plain("seen as " + _also(hint), "dim")))
     if cause:
-        grid.add_row("run", _plain(cause, style="dim"))
-    return grid
+        rows.append(("run", _plain(cause, style="dim")))
+    return _labelled(rows, label_style="bold")
 
 
-def _also(hint: Hint) -> str:
-    """A folded hint in a few words: its code and where it applies."""
-    where = [hint.node] if hint.node else []
-    if hint.arg is not None:
-        where.append(f"arg {hint.arg}")
-    if hint.mechanism:
-        where.append(hint.mechanism)
-    return hint.code + (f" ({', '.join(where)})" if where else "")
+def _also(top: Hint) -> str:
+    """The folded hints in a few words: each code once, with the places it was seen
+    (`op-vjp at matmul(x, y) arg 1, matmul(h, z) args 0 and 1`)."""
+    places: dict[str, dict[str, list[str]]] = {}
+    for hint in top.also:
+        where = hint.node or ""
+        if hint.mechanism and hint.mechanism != top.code:
+            where = f"{where} [{hint.mechanism}]".strip()
+        args = places.setdefault(hint.code, {}).setdefault(where, [])
+        if hint.arg is not None:
+            args.append(str(hint.arg))
+    said = []
+    for code, nodes in places.items():
+        spots = [_spot(where, args) for where, args in nodes.items()]
+        spots = [spot for spot in spots if spot]
+        said.append(code + (f" at {', '.join(spots)}" if spots else ""))
+    return "; ".join(said)
+
+
+def _spot(where: str, args: list[str]) -> str:
+    if not args:
+        return where
+    listed = f" {args[0]}" if len(args) == 1 else f"s {', '.join(args[:-1])} and {args[-1]}"
+    return f"{where} arg{listed}".strip()
 
 
 def _compact_hints(heading: str, hints: list[Hint]) -> RenderableType:

@@ -2,7 +2,7 @@
 
 The root causes come first, each said once with the cases it explains and the case that
 decided it over a rival; then, per op, how the cases using it fared, in a table that fits
-80 columns (the mechanisms column is cut to fit). `citation` is the line a case's own
+80 columns (the mechanisms found wrap in their column). `citation` is the line a case's own
 report (and its JUnit or GitHub text) gives to the run's cause it shares.
 """
 
@@ -19,6 +19,10 @@ from gradcheck.results import CaseResult, OpRecord, RootCause, RunResult
 
 SHOWN_CASES = 6  # case ids listed under a cause; the JSON report has them all
 STARTUP_SHOWN_S = 0.05  # a start-up shorter than this is not worth a mention
+CARD_LEGEND = (
+    "fail: found wrong there; other: failed, but found wrong elsewhere; "
+    "lacks: skipped, the engine lacks the op"
+)
 CONFIDENCE_STYLE = {"exact": "bold green", "likely": "yellow", "possible": "dim"}
 
 
@@ -53,6 +57,7 @@ def run_summary(run: RunResult, *, card: bool = True) -> Iterator[RenderableType
     if card and run.ops:
         yield Text("report card: the cases using each op", style="bold")
         yield _indent(_card(run.ops))
+        yield _indent(Text(CARD_LEGEND, style="dim"))  # as wide as the line, not the table
 
 
 def _causes(run: RunResult, failing: list[CaseResult]) -> Iterator[RenderableType]:
@@ -111,15 +116,11 @@ def _card(ops: dict[str, OpRecord]) -> Table:
         pad_edge=False,
         header_style="dim",
         show_edge=False,
-        caption="fail: found wrong there; other: failed, but found wrong elsewhere; "
-        "lacks: skipped, the engine lacks the op",
-        caption_justify="left",
-        caption_style="dim",
     )
-    table.add_column("op", no_wrap=True, max_width=16, overflow="ellipsis")
+    table.add_column("op", no_wrap=True)
     for heading in ("pass", "fail", "other", "lacks"):
         table.add_column(heading, justify="right", no_wrap=True, min_width=len(heading))
-    table.add_column("found", no_wrap=True, overflow="ellipsis")
+    table.add_column("found", overflow="fold")  # wraps at words, under itself
     for op, record in sorted(ops.items(), key=lambda item: _order(item[1])):
         table.add_row(
             op,

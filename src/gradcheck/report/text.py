@@ -10,6 +10,7 @@ line came to start so, a long comment wrapped included).
 from __future__ import annotations
 
 import re
+import textwrap
 
 # C0 controls but tab and newline, DEL, C1 controls, and Unicode's bidirectional
 # embeddings, overrides and isolates.
@@ -40,3 +41,38 @@ def no_workflow_commands(text: str) -> str:
     """Every line that would start with ``::`` (after blanks) gets a zero-width space
     between its colons: it reads the same, and a GitHub runner no longer acts on it."""
     return _COMMAND.sub("\\1:\u200b", text)
+
+
+# Blanks at the end of a line, before any colour codes that end it.
+_TRAILING = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)$", re.MULTILINE)
+
+
+def without_trailing_blanks(text: str) -> str:
+    """`text` with no blank at the end of any line: rich pads a table's cells to the
+    column's width, which leaves trailing spaces a diff or an editor shows."""
+    return _TRAILING.sub("\\1", text)
+
+
+def wrap_lines(text: str, width: int) -> str:
+    """Each line of `text` (a traceback, what an engine printed) wrapped at words to
+    `width`, its continuations indented past the line's own indent, so code stays
+    readable as code; a word longer than a line is cut."""
+    out = []
+    for line in text.splitlines():
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip())]
+        out += textwrap.wrap(
+            line,
+            width,
+            subsequent_indent=indent + "    " if len(indent) + 4 < width // 2 else indent,
+            break_on_hyphens=False,
+            drop_whitespace=True,
+        ) or [line[:width]]
+    return "\n".join(out)
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """`1 case`, `2 cases` (`nouns` when the plural is not `noun` + s)."""
+    return f"{count} {noun if count == 1 else nouns or noun + 's'}"
