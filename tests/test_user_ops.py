@@ -347,7 +347,9 @@ def test_cli_ops_schema_and_scaffold_list_user_ops(tmp_path: Path, ops_file: Pat
     runner = CliRunner()
     listed = runner.invoke(app, ["ops", "--ops", str(ops_file)], env={"COLUMNS": "240"})
     assert listed.exit_code == 0
-    row = next(line for line in listed.stdout.splitlines() if line.startswith("scaled_tanh"))
+    lines = listed.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("scaled_tanh"))
+    row = " ".join(lines[at : at + 2])  # the meaning is under the TensorFlow name
     assert "none: --reference numeric" in row and f"[user op, {ops_file}:" in row
     schema = json.loads(runner.invoke(app, ["schema", "--ops", str(ops_file)]).stdout)
     forbidden = schema["$defs"]["case"]["properties"]["inputs"]["propertyNames"]["not"]["enum"]
