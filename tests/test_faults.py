@@ -333,3 +333,23 @@ def test_a_fault_whose_op_is_absent_changes_nothing(tmp_path):
         if fault.driver is None:
             got = run_engine(FaultyEngine(fault), *args).grads["x"]
             np.testing.assert_array_equal(got, right, err_msg=fault.name)
+
+
+@pytest.mark.parametrize("name", [n for n in FAULTS if n.startswith("broadcast.")])
+def test_an_unbroadcast_fault_reaches_broadcast_to_as_it_reaches_the_binary_ops(tmp_path, name):
+    # broadcast_to's VJP, like add's, gives the gradient in the broadcast shape and leaves
+    # summing it back to the one unbroadcast step: a fault there changes both alike.
+    fault = FAULTS[name]
+    cases = write_cases(
+        tmp_path / "shared.yaml",
+        {
+            "to": {"expr": "broadcast_to(x, shape=[2, 3, 4])", "inputs": {"x": normal(3, 1)}},
+            "add": {"expr": "x + z", "inputs": {"x": normal(3, 1), "z": normal(2, 3, 4)}},
+        },
+    )
+    for case in cases.values():
+        args = (case.expression, case.inputs, case.wrt, case.cotangent)
+        got = run_engine(FaultyEngine(fault), *args).grads["x"]
+        np.testing.assert_array_equal(got, fault.reduce(case.cotangent, (3, 1)), err_msg=case.name)
+        right = run_engine(BuiltinEngine(), *args).grads["x"]
+        assert got.shape != right.shape or not np.allclose(got, right), case.name

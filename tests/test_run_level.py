@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -111,6 +112,34 @@ def test_the_deciding_case_may_come_first(tmp_path):
     [cause] = result.root_causes
     assert cause.hint.code == "fault:broadcast.leading-only"
     assert cause.cases == [c.id for c in result.cases]
+
+
+SHARED_UNBROADCAST = ["sub_both_broadcast", "maximum_minimum_broadcast", "broadcast_to"]
+
+
+@pytest.mark.parametrize(
+    ("planted", "fault"),
+    [
+        *(("builtin", name) for name in ("leading-only", "no-reduce", "leading-kept")),
+        ("closure_bugs.py:BroadcastLeadingOnly", "leading-only"),
+        ("closure_bugs.py:SendWithoutUnbroadcast", "no-reduce"),
+        ("tape_bugs.py:BroadcastNoReduce", "no-reduce"),
+        ("tape_bugs.py:BroadcastLeadingKept", "leading-kept"),
+    ],
+)
+def test_one_wrong_unbroadcast_under_binary_ops_and_broadcast_to_is_one_root_cause(planted, fault):
+    """broadcast_to's gradient is summed back by the same unbroadcast as the binary ops':
+    in the builtin engine with the fault planted, and in the corpus engines, whose
+    broadcast_to hands its share to their own (wrong) unbroadcast. One cause, not two."""
+    cases = [c for c in load_paths([BROADCASTING]) if c.name in SHARED_UNBROADCAST]
+    builtin = partial(FaultyEngine, FAULTS[f"broadcast.{fault}"])
+    factory = builtin if planted == "builtin" else load_engine(f"{ROOT}/tests/corpus/{planted}")
+    result = run(cases, factory, RunOptions())
+    assert failing_ids(result) == [c.id for c in result.cases]  # broadcast_to's too
+    [cause] = result.root_causes
+    assert cause.hint.code == f"fault:broadcast.{fault}"
+    assert cause.cases == failing_ids(result)
+    assert all(c.hints[0].code == cause.hint.code for c in result.cases)
 
 
 def test_two_bugs_are_two_root_causes(tmp_path):

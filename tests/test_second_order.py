@@ -164,3 +164,29 @@ def test_a_catalogue_fault_that_shows_at_second_order_alone_is_fingerprinted(
     assert all(i.hints[0].code == fault.code for i in result.hvp if not i.comparison.passed)
     right = check_case(case, BuiltinEngine, RunOptions())  # and the builtin engine passes it
     assert right.status == "passed", right.message
+
+
+def test_a_catalogue_fault_that_makes_second_order_raise_is_named_not_a_detached_backward(
+    tmp_path: Path,
+) -> None:
+    """The seed question's unbroadcast passes this first order (nothing broadcasts), but
+    sum's VJP broadcasts g, which depends on x here, back to x's shape; differentiated
+    again, the faulty unbroadcast leaves that broadcast's gradient (2, 4) where g is (2,),
+    and the reshape after it raises. sum's VJP is differentiable: its values are right and
+    move with g, and it raises, but it is not `not-differentiable-backward`. The one shared
+    step is wrong, and the faults that raise where the engine does are named, as likely."""
+    case = order_two(tmp_path, "square(sum(x, axis=1))", {"x": [2, 4]})
+    fault = FAULTS["broadcast.leading-only"]
+    result = check_case(case, lambda: FaultyEngine(fault), RunOptions())
+    assert result.status == "error", result.message
+    assert "grad of sum(grad * v) raised" in result.message  # at second order only
+    assert all(i.comparison.passed for i in result.inputs)
+    raising = [h for h in result.hints if h.code.startswith("fault:")]
+    assert fault.code in {h.code for h in raising}
+    assert all(h.confidence == "likely" and "at second order" in h.message for h in raising)
+    assert result.hints[0] in raising
+    nodes = [h for h in result.hints if h.code == "op-hvp"]
+    assert nodes and all(h.mechanism.startswith("fault:broadcast.") for h in nodes)
+    assert not any(h.mechanism == "not-differentiable-backward" for h in result.hints)
+    right = check_case(case, BuiltinEngine, RunOptions())
+    assert right.status == "passed", right.message

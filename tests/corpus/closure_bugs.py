@@ -264,10 +264,37 @@ class MatmulTransposedB(ClosureEngine):
 
 class SendWithoutUnbroadcast(ClosureEngine):
     """`_send` adds a closure's share as it comes: a share in the broadcast shape is
-    never summed back to its parent's shape."""
+    never summed back to its parent's shape (broadcast_to's share neither: it relies
+    on `_send` as the binary ops do)."""
 
     def _send(self, parent: Value, share: np.ndarray) -> None:
         parent.grad = parent.grad + share
+
+
+def _unsent(x: Value, out: Value) -> Value:
+    """`out`, whose closure adds its gradient to x's as it comes, skipping `_send`."""
+
+    def _backward() -> None:
+        x.grad = x.grad + out.grad
+
+    out._backward = _backward
+    return out
+
+
+class BroadcastToSkipsSend(ClosureEngine):
+    """broadcast_to's closure adds the output's gradient to its input's itself instead
+    of through `_send`: it alone is never summed back (the binary ops' shares are)."""
+
+    def broadcast_to(self, x: Value, shape: Sequence[int]) -> Value:
+        return _unsent(x, super().broadcast_to(x, shape))
+
+
+class ExpandDimsSkipsSend(ClosureEngine):
+    """expand_dims' closure adds the output's gradient to its input's itself, neither
+    reshaped back nor through `_send`: x's gradient keeps the size-1 axis."""
+
+    def expand_dims(self, x: Value, axis: int = 0) -> Value:
+        return _unsent(x, super().expand_dims(x, axis))
 
 
 class SigmoidNaive(ClosureEngine):

@@ -109,6 +109,8 @@ def _le(a, b):
 
 
 BINARY_ELEMENTWISE = frozenset({"add", "sub", "mul", "div", "pow", "maximum", "minimum"})
+# The ops whose VJPs give the broadcast shape for the shared unbroadcast to sum back.
+BROADCASTING = BINARY_ELEMENTWISE | {"broadcast_to"}
 UNBROADCAST = "`g.sum(axis=tuple(range(g.ndim - a.ndim)))`, then `.sum(axis=ones, keepdims=True)`"
 
 # fmt: off
@@ -152,7 +154,7 @@ CATALOGUE: tuple[Fault, ...] = (
         f"unbroadcast: sum over the extra leading axes and, keeping them, over the axes "
         f"where the argument had size 1: {UNBROADCAST}",
         reduce=_no_reduce,
-        reduce_ops=BINARY_ELEMENTWISE,
+        reduce_ops=BROADCASTING,
         seen="deeplearning4j/nd4j#2424",
     ),
     Fault(
@@ -162,7 +164,7 @@ CATALOGUE: tuple[Fault, ...] = (
         "also sum over every axis where the argument had size 1: "
         "`g.sum(axis=ones, keepdims=True)`",
         reduce=_leading_only,
-        reduce_ops=BINARY_ELEMENTWISE | {"matmul"},
+        reduce_ops=BROADCASTING | {"matmul"},
         seen="the question gradcheck grew from (cases/seed.yaml, examples/seed_engine.py)",
     ),
     Fault(
@@ -172,7 +174,7 @@ CATALOGUE: tuple[Fault, ...] = (
         "sum the extra leading axes without keepdims: "
         "`g.sum(axis=tuple(range(g.ndim - a.ndim)))`, keepdims only for size-1 axes",
         reduce=_leading_kept,
-        reduce_ops=BINARY_ELEMENTWISE | {"matmul"},
+        reduce_ops=BROADCASTING | {"matmul"},
         seen="deeplearning4j/nd4j#2424",
     ),
     Fault(

@@ -208,6 +208,29 @@ def mode_fingerprints(
     return found
 
 
+def raising_faults(
+    case: Case, faults: list[Fault], check: str, failure: EngineFailure
+) -> list[Fault]:
+    """The `faults` under which the builtin engine raises in the call of the case's `check`
+    run the engine's `failure` was raised in, where without them it does not raise."""
+    if _raised_in(BuiltinEngine(), case, check) is not None:
+        return []
+    return [f for f in faults if _raised_in(FaultyEngine(f), case, check) == failure.what]
+
+
+def _raised_in(engine: BuiltinEngine, case: Case, check: str) -> str | None:
+    """The call `engine` raised in on `case` (EngineFailure.what), None if it did not."""
+    from ..modes import run_check
+
+    try:
+        run_check(engine, case, check)
+    except EngineFailure as failure:
+        return failure.what or "?"
+    except Unsupported:
+        return "unsupported"
+    return None
+
+
 def _answers(engine: BuiltinEngine, case: Case, check: str) -> dict[str, np.ndarray] | None:
     from ..modes import run_check  # modes runs this module's diagnosis
 

@@ -16,6 +16,10 @@ should, but the engine differentiates them to exactly zero, or cannot differenti
 them at all: the rule computes with values taken out of the engine's graph (NumPy
 arrays, ``.data``, ``.detach()``, a forward value kept as a plain array). Otherwise the
 same probes as a VJP's apply (shape, NaN region, zero, scaled, transposed, formula).
+Where the engine raised, a catalogue fault under which the builtin engine raises in the
+same call is a likely cause, at a node that raises alone too: a differentiable VJP
+raises when a step it relies on is wrong (a reduction's broadcast_to, summed back by a
+faulty unbroadcast), which is not `not-differentiable-backward`.
 """
 
 from __future__ import annotations
@@ -35,10 +39,10 @@ from ..expression import Expression, Node
 from ..ops import get_op
 from ..results import Hint, NodeResult
 from .evidence import ModeEvidence
-from .faults import relevant_faults
+from .faults import Fault, FaultyEngine, fault_hint, relevant_faults
 from .findings import Finding, op_vjp_hint
 from .fingerprints import used_ops
-from .forward import JvpCheck, mode_fingerprints
+from .forward import JvpCheck, mode_fingerprints, raising_faults
 from .localise import Words, engine_run, node_values, single_op
 from .mechanisms import Prober
 from .patterns import Subject, value_hints
@@ -273,6 +277,12 @@ def diagnose_hvp(evidence: ModeEvidence) -> list[Hint]:
                 label=f"{item.name}'s gradient of sum(grad * v)",
             )  # fmt: skip
             item.hints = sorted(value_hints(subject), key=rank)
+    # A VJP fault may show at second order alone (an unbroadcast), or make it raise. The
+    # VJPs are differentiated too, and they broadcast (a reduction's spreads g with
+    # broadcast_to): the shared unbroadcast's faults are candidates whatever the ops.
+    candidates = relevant_faults(used_ops(case) | {"broadcast_to"}, driver=False)
+    failure = evidence.failure
+    raising = raising_faults(case, candidates, "hvp", failure) if failure is not None else []
     checks = check_hvp_nodes(case, evidence.engine_factory)
     result.nodes += [c.result for c in checks]
     for check in checks:
@@ -281,35 +291,57 @@ def diagnose_hvp(evidence: ModeEvidence) -> list[Hint]:
             if check.result.status == "failed":
                 finding = prober.explain(arg)
             else:
-                finding = _raised(prober, arg)
+                finding = _raised(prober, arg, raising)
             if finding is not None:
                 hints.append(op_vjp_hint(check, arg, finding, spell))
-    if got is not None:  # a VJP fault may show at second order alone (an unbroadcast)
-        candidates = relevant_faults(used_ops(case), driver=False)
+    if got is not None:
         faults = mode_fingerprints(case, got, candidates, "hvp", spell)
         for item in result.hvp:
             if not item.comparison.passed:
                 item.hints[:0] = faults
         hints = faults + hints
+    hints += [_raising_hint(f, case, spell) for f in raising]
     if not hints and evidence.failure is not None:
         hints.append(_driver_hint(evidence.failure))
     hints += [h for item in result.hvp for h in item.hints[:1]]
     return dedupe(sorted(hints, key=rank))
 
 
-def _raised(prober: SecondOrderProber, arg: int) -> Finding | None:
-    """A node whose second order raises: not differentiable, where the probes show it."""
+def _raised(prober: SecondOrderProber, arg: int, raising: list[Fault]) -> Finding | None:
+    """A node whose second order raises: as a catalogue fault that raises on the case
+    makes it raise too (an op's backward inside the VJP is wrong, not the VJP), else not
+    differentiable, where the probes show it."""
     check = prober.check
     assert check.failure is not None
     if check.failure.what != SECOND:
         return Finding("formula", f"raises at second order: {check.failure.message}",
                        "make the VJP accept and return engine nodes", "likely")  # fmt: skip
+    for fault in raising:
+        try:
+            check.run(lambda f=fault: FaultyEngine(f), check.alone(arg))
+        except EngineFailure as failure:
+            if failure.what != SECOND:
+                continue
+            return Finding(
+                fault.code,
+                f"raises at second order, as the builtin engine with the catalogue's "
+                f"{fault.name} does: {fault.summary}",
+                fault.fix,
+                "likely",
+            )
     return prober.detached(arg, raised=check.failure.message) or Finding(
         "not-differentiable-backward",
         f"cannot be differentiated again ({check.failure.message})",
         "compute the VJP with the engine's own ops on its nodes (with create_graph)",
         "likely",
     )
+
+
+def _raising_hint(fault: Fault, case: Case, spell: str) -> Hint:
+    says = "the builtin engine with this one fault raises on this case too, at second order"
+    hint = fault_hint(fault, case, spell, f"{fault.summary}; {says}, as the engine does")
+    hint.confidence = "likely"
+    return hint
 
 
 def _driver_hint(failure: EngineFailure) -> Hint:

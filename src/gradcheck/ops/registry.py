@@ -44,8 +44,11 @@ Conventions shared by every declaration:
   each output summarises; ``summed_axes`` (broadcast_to) the axes broadcasting added or
   stretched; ``sizes``/``offsets`` (concat) the pieces' lengths and where they end.
   Elementwise rules give the broadcast shape, summed back by `unbroadcast` as the VJPs
-  are. A text may be several ``;``-separated statements ending with an expression; the
-  tests evaluate every one against its VJP, so the texts cannot drift from the code.
+  are. broadcast_to's VJP gives it too (so a fault in that one step reaches it as it
+  reaches the binary ops), but its text writes the sum out: alone, ``g`` would read as
+  an identity. A text may be several ``;``-separated statements ending with an
+  expression; the tests evaluate every one against its VJP, so the texts cannot drift
+  from the code.
 * ``jvp_rules[i]`` and ``tf_jvp_rules[i]`` are JVP ``i`` as text, in the same names with
   ``t`` the argument's tangent; tested the same way.
 * ``domain`` maps a parameter's name to the `Interval` its values are kept in when
