@@ -8,12 +8,17 @@ pass` (the interpreter's own start-up) run in the same loop. Target (issue 9): e
 `[tool.gradcheck]` table and from one with none, to show that finding and reading the
 config file adds no measurable time.
 
+The interpreters may write bytecode even where PYTHONDONTWRITEBYTECODE is set: an
+installed package ships its .pyc files, and without them each run would compile the
+modules it imports again (~0.07 s for `list`), which no user pays.
+
     python bench/startup.py [--repeats N]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -25,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_S = 0.3
 BIN = Path(sys.executable).parent
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 def commands() -> dict[str, list[str]]:
@@ -53,7 +59,7 @@ def project(with_config: bool) -> Path:
 
 def timed(command: list[str], cwd: Path) -> float:
     started = time.perf_counter()
-    subprocess.run(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(command, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - started
 
 
@@ -65,7 +71,7 @@ def main() -> None:
     named = commands()
     times: dict[tuple[str, str], list[float]] = {}
     try:
-        for label in named.values():  # warm the file cache once
+        for label in named.values():  # warm the file cache, write the bytecode once
             timed(label, folders["none"])
         for _ in range(args.repeats):  # in turn, so a drift of the machine hits all alike
             for where, folder in folders.items():
