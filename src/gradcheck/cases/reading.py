@@ -143,30 +143,30 @@ def _check_bounds(root: yaml.Node) -> dict[int, CaseFileError]:
     unreadable: dict[int, CaseFileError] = {}
     entered: set[int] = set()
     aliases = 0
-    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    # (node, None) to visit; (node, its children) once they are done
+    stack: list[tuple[yaml.Node, list[yaml.Node] | None]] = [(root, None)]
     while stack:
-        node, children_done = stack.pop()
+        node, children = stack.pop()
         key = id(node)
-        if children_done:
+        if children is not None:
             entered.discard(key)
-            parts = [done[id(c)] for c in _children(node)]
-            size = 1 + sum(p[0] for p in parts)
-            depth = 1 + max((p[1] for p in parts), default=0)
-            line = _line(node.start_mark)
-            if any(id(c) in unreadable for c in _children(node)):
-                size = depth = 1  # reads as one problem, however large its parts were
-            elif size > MAX_NODES:
-                unreadable[key] = CaseFileError(
-                    f"this value expands to more than {MAX_NODES:,} nodes (through its "
-                    "aliases); write it out, or use fewer aliases",
-                    line,
-                )
-                size = depth = 1
-            elif depth > MAX_DEPTH:
-                unreadable[key] = CaseFileError(
-                    f"this value is nested more than {MAX_DEPTH} levels deep", line
-                )
-                size = depth = 1
+            size = depth = 1
+            if not any(id(c) in unreadable for c in children):  # else one problem, however large
+                size += sum(done[id(c)][0] for c in children)
+                depth += max(done[id(c)][1] for c in children)
+                if size > MAX_NODES:
+                    unreadable[key] = CaseFileError(
+                        f"this value expands to more than {MAX_NODES:,} nodes (through its "
+                        "aliases); write it out, or use fewer aliases",
+                        _line(node.start_mark),
+                    )
+                    size = depth = 1
+                elif depth > MAX_DEPTH:
+                    unreadable[key] = CaseFileError(
+                        f"this value is nested more than {MAX_DEPTH} levels deep",
+                        _line(node.start_mark),
+                    )
+                    size = depth = 1
             done[key] = (size, depth)
             continue
         if key in done:  # a node met again is an alias
@@ -182,9 +182,13 @@ def _check_bounds(root: yaml.Node) -> dict[int, CaseFileError]:
             )
             done[key] = (1, 1)
             continue
+        children = _children(node)
+        if not children:  # a scalar or an empty collection: one node
+            done[key] = (1, 1)
+            continue
         entered.add(key)
-        stack.append((node, True))
-        stack.extend((child, False) for child in _children(node))
+        stack.append((node, children))
+        stack.extend((child, None) for child in children)
     if done[id(root)][0] > MAX_NODES:
         raise CaseFileError(f"the file expands to more than {MAX_NODES:,} nodes (its aliases)")
     return unreadable
