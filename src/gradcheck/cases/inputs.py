@@ -24,7 +24,6 @@ import hashlib
 import math
 import os
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -97,6 +96,8 @@ def draw_all(values: Mapping[K, np.ndarray | RandomSpec]) -> dict[K, np.ndarray]
     own stream, so the numbers are the same as when drawn one after another."""
     specs = {key: v for key, v in values.items() if isinstance(v, RandomSpec)}
     if len(specs) > 1 and sum(spec.size for spec in specs.values()) >= PARALLEL_DRAW_ELEMENTS:
+        from concurrent.futures import ThreadPoolExecutor  # and logging: not for small cases
+
         with ThreadPoolExecutor(min(len(specs), os.cpu_count() or 1)) as pool:
             drawn = dict(zip(specs, pool.map(RandomSpec.draw, specs.values()), strict=True))
     else:

@@ -25,13 +25,14 @@ def print_problems(items) -> int:
     (the same in `list` and `run`); how many there were."""
     import sys
 
-    from rich.console import Console
-
     from ..cases import InvalidCase
-    from ..report import render_problems
 
     problems = [(i.location, i.message) for i in items if isinstance(i, InvalidCase)]
     if problems:
+        from rich.console import Console
+
+        from ..report import render_problems
+
         render_problems(problems, Console(file=sys.stderr, highlight=False, emoji=False))
     return len(problems)
 
@@ -73,8 +74,7 @@ def _listed(case, width: int):
     from rich.padding import Padding
     from rich.text import Text
 
-    from ..report.rich_report import expr_lines
-    from ..report.text import printable
+    from ..report.text import expr_lines, printable
 
     lines = expr_lines(case.expr)
     head = Text(printable(f"{case.location}::{case.name}"))

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..ops import Op, Shape
-from ..results import GraphNode
+
+if TYPE_CHECKING:
+    from ..results import GraphNode
 
 
 @dataclass(eq=False)
@@ -63,6 +65,8 @@ class Expression:
     def outline(self) -> list[GraphNode]:
         """The nodes the output depends on, as plain data (no ops, no functions), for a
         report to draw; arguments come first, so the output is the last."""
+        from ..results import GraphNode  # a report's: reading a case needs none of them
+
         needed = {self.output}
         for node in reversed(self.nodes):
             if node in needed:

@@ -1,29 +1,32 @@
 """The report formats (SPEC §5, §7, §11): rich and HTML for people, JSON for tools, JUnit and
-GitHub for CI."""
+GitHub for CI.
 
-from gradcheck.report.github_report import to_github
-from gradcheck.report.html_report import to_html
-from gradcheck.report.json_report import to_dict, to_json
-from gradcheck.report.junit_report import to_junit
-from gradcheck.report.rich_report import (
-    headline,
-    plain_text,
-    render,
-    render_case,
-    render_problems,
-    summary_line,
-)
+Each format is imported on first use: `gradcheck list` and `gradcheck ops` need only
+`report.text`, not the HTML page's SVG and the JUnit writer's XML.
+"""
 
-__all__ = [
-    "headline",
-    "plain_text",
-    "render",
-    "render_case",
-    "render_problems",
-    "summary_line",
-    "to_dict",
-    "to_github",
-    "to_html",
-    "to_json",
-    "to_junit",
-]
+from typing import Any
+
+_FORMATS = {
+    "headline": "rich_report",
+    "plain_text": "rich_report",
+    "render": "rich_report",
+    "render_case": "rich_report",
+    "render_problems": "rich_report",
+    "summary_line": "rich_report",
+    "to_dict": "json_report",
+    "to_github": "github_report",
+    "to_html": "html_report",
+    "to_json": "json_report",
+    "to_junit": "junit_report",
+}
+
+__all__ = list(_FORMATS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FORMATS:
+        from importlib import import_module
+
+        return getattr(import_module(f"gradcheck.report.{_FORMATS[name]}"), name)
+    raise AttributeError(f"module 'gradcheck.report' has no attribute {name!r}")

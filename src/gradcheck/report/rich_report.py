@@ -21,6 +21,7 @@ from rich.text import Text
 from gradcheck.report.rich_arrays import comparisons
 from gradcheck.report.rich_summary import citation, run_summary, summary_notes
 from gradcheck.report.text import (
+    expr_lines,
     no_workflow_commands,
     printable,
     without_trailing_blanks,
@@ -285,15 +286,6 @@ def _indented(renderable: RenderableType, level: int = 1, columns: int = 0) -> P
 def _expr(case: CaseResult) -> Table:
     """`expr` and the expression, its lines (bindings, then the output) as one block."""
     return _labelled([("expr", Text("\n".join(expr_lines(case.expr)), style="cyan"))])
-
-
-def expr_lines(expr: str) -> list[str]:
-    """An expression's lines, control characters escaped, blank ones and the common margin
-    dropped: a block scalar's lines as the case file shows them."""
-    lines = [line.rstrip() for line in printable(expr.strip("\n")).splitlines()]
-    lines = [line for line in lines if line.strip()]
-    margin = min(len(line) - len(line.lstrip()) for line in lines) if lines else 0
-    return [line[margin:] for line in lines]
 
 
 def _labelled(rows: list[tuple[str, RenderableType]], label_style: str = "dim") -> Table:

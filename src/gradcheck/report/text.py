@@ -37,6 +37,15 @@ def printable(text: str, *, colour: bool = False) -> str:
     return "".join(out)
 
 
+def expr_lines(expr: str) -> list[str]:
+    """An expression's lines, control characters escaped, blank ones and the common margin
+    dropped: a block scalar's lines as the case file shows them."""
+    lines = [line.rstrip() for line in printable(expr.strip("\n")).splitlines()]
+    lines = [line for line in lines if line.strip()]
+    margin = min(len(line) - len(line.lstrip()) for line in lines) if lines else 0
+    return [line[margin:] for line in lines]
+
+
 def no_workflow_commands(text: str) -> str:
     """Every line that would start with ``::`` (after blanks) gets a zero-width space
     between its colons: it reads the same, and a GitHub runner no longer acts on it."""
