@@ -3,8 +3,6 @@
 See `lock` for what the lock is and why a committed cache needs one.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

@@ -1,7 +1,5 @@
 """`gradcheck list` and `gradcheck init-engine`: the cases a folder holds, a first engine."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

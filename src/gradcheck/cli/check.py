@@ -15,8 +15,6 @@ of that shape; or a literal as in a case file, in YAML's flow syntax (`[[1, 2], 
 The case's dtype (`--dtype`) holds for every input, as in a case file.
 """
 
-from __future__ import annotations
-
 import re
 from typing import Annotated, Any
 

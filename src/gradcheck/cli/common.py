@@ -2,8 +2,6 @@
 and the one boundary where a domain error becomes exit 2.
 """
 
-from __future__ import annotations
-
 import enum
 import functools
 import sys

@@ -1,7 +1,5 @@
 """`gradcheck fuzz` (SPEC §10): generate cases over the engine's ops, shrink each bug found."""
 
-from __future__ import annotations
-
 import contextlib
 import enum
 import json

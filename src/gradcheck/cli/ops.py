@@ -2,8 +2,6 @@
 format hold.
 """
 
-from __future__ import annotations
-
 import enum
 import json
 from typing import Annotated

@@ -1,7 +1,5 @@
 """`gradcheck run`: check the cases, then write the reports (the terminal's, and --output's)."""
 
-from __future__ import annotations
-
 import contextlib
 import enum
 import os
