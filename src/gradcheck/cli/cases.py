@@ -46,6 +46,8 @@ def list_cases(
     ] = None,
 ) -> None:
     """List the cases and every problem in the case files."""
+    from rich.console import Group
+
     from ..cases import Case, load_paths
     from ..report.text import plural, without_trailing_blanks
 
@@ -54,10 +56,9 @@ def list_cases(
     items = load_paths(list(settings.paths), keyword=keyword)
     console = stdout_console()
     invalid = print_problems(items)
-    with console.capture() as captured:
-        for item in items:
-            if isinstance(item, Case):
-                console.print(_listed(item, console.width), soft_wrap=False)
+    listed = [_listed(item, console.width) for item in items if isinstance(item, Case)]
+    with console.capture() as captured:  # in one print: a print a case took twice as long
+        console.print(Group(*listed), soft_wrap=False)
     console.file.write(without_trailing_blanks(captured.get()))
     console.print(
         plural(len(items) - invalid, "case") + (f", {invalid} invalid" if invalid else "")
