@@ -263,6 +263,32 @@ def test_light_commands_never_import_tensorflow():
     assert done.stdout.strip() == "ok"
 
 
+def test_first_commands_import_only_what_they_print():
+    """Start-up (issue 9): help and --version import no NumPy; list and ops no report
+    format they do not print; none Pydantic (typer >= 0.29 imports it for any option)."""
+    script = textwrap.dedent(
+        """
+        import sys
+        from typer.testing import CliRunner
+        from gradcheck.cli import app
+
+        never = ("pydantic", "gradcheck.report.html_report", "gradcheck.report.junit_report")
+        for args in (["--version"], ["check", "--help"], ["list", "cases"], ["ops"]):
+            result = CliRunner().invoke(app, args)
+            assert result.exit_code == 0, (args, result.output)
+            if args[-1] in ("--version", "--help"):
+                assert "numpy" not in sys.modules, args
+            assert not [name for name in never if name in sys.modules], args
+        print("ok")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
 # --- run: selection and verbosity -------------------------------------------------------
 
 
