@@ -142,3 +142,25 @@ def test_an_import_error_in_a_sibling_shows_the_users_frames_only(tmp_path, monk
         "helpers_that_fail.py",
     ]
     assert rest[-1].strip() in ("VALUE = math.nope", "^^^^^^^^^")  # carets on 3.11+
+
+
+def test_a_module_engine_that_fails_to_import_shows_no_importlib_frame(
+    tmp_path, monkeypatch, fresh_modules
+):
+    """`--engine pkg.mod:Class` goes through `importlib.import_module`, whose frame (a file,
+    not a frozen module) is not the user's."""
+    package = tmp_path / "gc_pkg_engine"
+    package.mkdir()
+    (package / "engine.py").write_text("from tape_not_there import Var\n\nclass Engine: ...\n")
+    (tmp_path / "cases.yaml").write_text(CASE)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["run", "cases.yaml", "--engine", "gc_pkg_engine.engine"])
+    assert result.exit_code == 2
+    head, *rest = result.stderr.splitlines()
+    assert head == (
+        f"gradcheck: error: {Path('gc_pkg_engine', 'engine.py')}:1: ModuleNotFoundError: "
+        "No module named 'tape_not_there'"
+    )
+    frames = [line for line in rest if line.lstrip().startswith("File ")]
+    assert [Path(f.split('"')[1]).name for f in frames] == ["engine.py"]
+    assert "importlib" not in result.stderr

@@ -23,6 +23,7 @@ from types import ModuleType
 from .errors import UsageError
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent) + os.sep
+_IMPORTLIB_DIR = os.path.dirname(importlib.__file__) + os.sep  # as its frames name it
 
 
 def import_file(path: Path, option: str, *, prefix: str) -> ModuleType:
@@ -109,8 +110,9 @@ def _importing(folder: Path, *, first: bool) -> Iterator[None]:
 
 
 def _ours(filename: str) -> bool:
-    """gradcheck's frames and importlib's (`<frozen importlib._bootstrap>`)."""
-    return filename.startswith(_PACKAGE_DIR) or filename.startswith("<frozen ")
+    """gradcheck's frames and importlib's (`<frozen importlib._bootstrap>`, and
+    `importlib/__init__.py`, which `import_module` calls through)."""
+    return filename.startswith((_PACKAGE_DIR, _IMPORTLIB_DIR, "<frozen "))
 
 
 def _shown(filename: str) -> str:
