@@ -249,3 +249,30 @@ def test_precision_in_bfloat16_uses_bfloat16s_epsilon(tmp_path):
     assert result.message == ""
     assert result.hints[0].code == "precision"
     assert "ulps of bfloat16" in result.hints[0].message
+
+
+def test_a_run_without_bfloat16_never_imports_ml_dtypes():
+    """ml_dtypes' import takes seconds here: a run whose cases are NumPy's own floats does
+    not pay it (the dtype the engine returned is judged with NumPy's `finfo`)."""
+    import subprocess
+
+    code = (
+        "import sys, gradcheck\n"
+        "report = gradcheck.run(['cases/seed.yaml'], engine='builtin', reference='numeric',"
+        " cache=False, isolate='none')\n"
+        "assert report.passed, report\n"
+        "assert report.cases[0].engine_dtype == 'float32', report.cases[0].engine_dtype\n"
+        "assert 'ml_dtypes' not in sys.modules, 'ml_dtypes imported'\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_machine_epsilon_of_every_case_dtype():
+    from gradcheck.cases.model import machine_epsilon
+
+    assert [machine_epsilon(d) for d in ("float16", "bfloat16", "float32", "float64")] == [
+        2.0**-10, 2.0**-7, 2.0**-23, 2.0**-52,
+    ]  # fmt: skip

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..cases.model import machine_epsilon
 from ..expression import Expression, Node
 from ..results import Hint
 from .protocol import is_functional
@@ -150,10 +151,8 @@ def record_returned(run: EngineRun, returned: Sequence[Any]) -> EngineRun:
 
 def least_precise_dtype(values: Sequence[Any]) -> str | None:
     """The name of the float dtype with the largest epsilon among `values`, if any is a float."""
-    import ml_dtypes
-
     floats = {d for d in map(_numpy_dtype, values) if d is not None and d.name in _FLOAT_NAMES}
-    return max(floats, key=lambda d: ml_dtypes.finfo(d).eps).name if floats else None
+    return max(floats, key=machine_epsilon).name if floats else None
 
 
 def _numpy_dtype(value: Any) -> np.dtype | None:
