@@ -31,6 +31,8 @@ class Engine:
         return Var(out, [(x, lambda g: g * out)])
 
     def sum(self, x, axis=None, keepdims=False):  # attributes arrive as keywords
+        axis = tuple(axis) if isinstance(axis, list) else axis  # axis=[0, 1] comes as a list
+
         def vjp(g):
             if not keepdims and axis is not None:
                 g = np.expand_dims(g, axis)

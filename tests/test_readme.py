@@ -73,6 +73,28 @@ def test_readme_run_level_summary_is_a_real_run(monkeypatch):
     assert [line.rstrip() for line in printed.splitlines()] == shown.group(1).splitlines()
 
 
+def shown_lines(text: str) -> list[str]:
+    """A run's lines as the README shows them: timings as <t>, no trailing space, no blank
+    line, and no TensorFlow start-up, which only a run that waited for its import counts
+    apart (not the README's point)."""
+    text = re.sub(r" \(\+\d+\.\d+s TensorFlow start-up\)", "", text)
+    timed = (re.sub(r"\d+\.\d+s\b", "<t>", line.rstrip()) for line in text.splitlines())
+    return [line for line in timed if line]
+
+
+def assert_shown_in(shown: str, printed: str) -> None:
+    """Each line the README shows (but `...` elisions) is in what the command printed; a
+    line ending in ` ...` is shown by its start."""
+    lines = shown_lines(printed)
+    for line in shown_lines(shown):
+        if line.strip() == "...":
+            continue
+        if line.endswith(" ..."):
+            assert any(p.startswith(line[:-4]) for p in lines), line
+        else:
+            assert line in lines, line
+
+
 def test_readme_forward_mode_and_second_order_examples_are_real_runs():
     """Each line of the README's two runs of examples/modes/ (but `...` elisions and
     timings) is in what the command prints today."""
@@ -83,20 +105,58 @@ def test_readme_forward_mode_and_second_order_examples_are_real_runs():
     blocks = re.findall(r"```text\n\$ (gradcheck run examples/modes/.*?)\n(.*?)```", section, re.S)
     assert len(blocks) == 2
 
-    def lines(text: str) -> list[str]:
-        # A run that waited for TensorFlow's import counts it apart: not the README's point.
-        text = re.sub(r" \(\+\d+\.\d+s TensorFlow start-up\)", "", text)
-        timed = (re.sub(r"\d+\.\d+s\b", "<t>", line.rstrip()) for line in text.splitlines())
-        return [line for line in timed if line]
-
     for command, shown in blocks:
         out = CliRunner().invoke(app, shlex.split(command)[1:], env={"COLUMNS": "80"})
         assert out.exit_code == 1, out.output
-        printed = lines(out.stdout)
-        for line in lines(shown):
-            if line.strip() == "...":
-                continue
-            if line.endswith(" ..."):  # a hint shown by its start
-                assert any(p.startswith(line[:-4]) for p in printed), line
-            else:
-                assert line in printed, line
+        assert_shown_in(shown, out.stdout)
+
+
+def test_readme_two_file_engine_is_a_real_run(tmp_path, monkeypatch):
+    """The README's engine over two files, built as it says: `gradcheck init-engine
+    myad/engine.py`, examples/tiny_engine.py's Var and unbroadcast in myad/tape.py, its
+    Engine in myad/engine.py under the README's imports, the bug it plants; the run it
+    shows is what `gradcheck run` prints."""
+    import shlex
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### An engine over two files", 1)[1].split("\n### ", 1)[0]
+    header = re.search(r"```python\n# myad/engine.py\n(.*?)class Engine:", section, re.S)
+    command, shown = re.search(r"```text\n\$ (gradcheck run .*?)\n(.*?)```", section, re.S).groups()
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    assert runner.invoke(app, ["init-engine", "myad/engine.py"]).exit_code == 0
+    tiny = (ROOT / "examples" / "tiny_engine.py").read_text().split('"""', 2)[2].lstrip("\n")
+    engine_at = tiny.index("class Engine")
+    Path("myad/tape.py").write_text(tiny[:engine_at])
+    right = "grads[id(parent)] = grads.get(id(parent), 0) + share"
+    planted = "grads[id(parent)] = share"
+    assert right in tiny and f"`{planted}`" in section
+    Path("myad/engine.py").write_text(header.group(1) + tiny[engine_at:].replace(right, planted))
+    out = runner.invoke(app, [*shlex.split(command)[1:], "--no-cache"], env={"COLUMNS": "80"})
+    assert out.exit_code == 1, out.output
+    assert_shown_in(shown, out.stdout)
+
+
+def test_readme_init_engine_run_is_what_it_prints(tmp_path, monkeypatch):
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### Start from `gradcheck init-engine`", 1)[1]
+    shown = re.search(r"```text\n\$ gradcheck init-engine my_engine.py\n(.*?)```", section, re.S)
+    monkeypatch.chdir(tmp_path)
+    out = CliRunner().invoke(app, ["init-engine", "my_engine.py"])
+    assert out.exit_code == 0
+    assert out.output == shown.group(1)
+    skipped = CliRunner().invoke(app, ["run", "my_engine_cases.yaml", "--engine", "my_engine.py"])
+    assert "nothing was checked" in skipped.stdout and "2 skipped" in skipped.stdout
+    assert "(`2\nskipped in ...; nothing was checked`" in section
+
+
+def test_readme_tiny_engine_sums_over_an_axis_list():
+    """The README's complete engine takes `axis` as it arrives, a list for several axes
+    (as `gradcheck fuzz` generates them), with and without keepdims."""
+    import gradcheck
+
+    tiny = str(ROOT / "examples" / "tiny_engine.py")
+    for expr in ("sum(exp(x) * x, axis=[0, 2])", "sum(x * x, axis=[2, 0], keepdims=True)"):
+        result = gradcheck.check(expr, {"x": {"shape": [2, 3, 4]}}, engine=tiny,
+                                 cotangent="random", isolate="none")  # fmt: skip
+        assert result.passed, str(result)
