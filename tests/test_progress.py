@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -136,6 +137,27 @@ def test_case_durations_leave_out_tensorflows_import(tmp_path):
     assert status == "passed"
     assert startup > 0.1  # importing TensorFlow takes seconds
     assert duration == pytest.approx(wall - startup, abs=0.05)
+
+
+def test_no_case_outlasts_its_run_while_tensorflow_starts(tmp_path):
+    """A case's duration leaves TensorFlow's import out wherever the case waited on it,
+    for its reference or for its engine's worker to start: no case of a run takes longer
+    than the run (which leaves the whole import out)."""
+    tiny = Path(__file__).resolve().parents[1] / "examples" / "tiny_engine.py"
+    script = (
+        "import sys\nfrom gradcheck.cli import app\nassert 'tensorflow' not in sys.modules\n"
+        "app(['run', sys.argv[1], '--no-cache', '--engine', sys.argv[2], '-f', 'json'])\n"
+    )
+    path = write_cases(tmp_path, 2)
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(path), str(tiny)],
+        capture_output=True, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["summary"]["startup_s"] > 0.1 and report["summary"]["passed"] == 2
+    for case in report["cases"]:
+        assert case["duration_s"] <= report["summary"]["duration_s"], (case, report["summary"])
 
 
 def test_tensorflow_start_up_is_shown_and_counted_apart(tmp_path):

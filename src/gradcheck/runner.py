@@ -275,11 +275,11 @@ class Checker:
         try:
             reference_run_ = reference.get()
         except ReferenceNotCached as missing:
-            return self._done(error(result, missing.message), ticket, started, reference)
+            return self._done(error(result, missing.message), ticket, started)
         except EngineFailure as failure:
             message = f"the {kind} reference could not be computed: {failure.message}"
             error(result, message, failure.traceback_tail)
-            return self._done(result, ticket, started, reference)
+            return self._done(result, ticket, started)
         reverse = "vjp" in ticket.checks
         stale: list[str] = []
         if reverse:
@@ -299,7 +299,7 @@ class Checker:
             if output:
                 result.captured += f"\n[while diagnosing]\n{output}" if captured else output
         result.hints[:0] = reference_run_.doubts  # the oracle in doubt before what it judged
-        return self._done(result, ticket, started, reference)
+        return self._done(result, ticket, started)
 
     def _verdict(
         self, ticket: Ticket, reference: EngineRun, outcome: EngineOutcome, result: CaseResult
@@ -320,36 +320,31 @@ class Checker:
             exact=lambda: _exact_run(case, options, declared), expect_failed=bool(problems),
         )  # fmt: skip
 
-    def _done(
-        self, result: CaseResult, ticket: Ticket, started: float, reference: _Reference
-    ) -> CaseResult:
-        """Release the engine's hold on the case; time it without TensorFlow's import."""
+    def _done(self, result: CaseResult, ticket: Ticket, started: float) -> CaseResult:
+        """Release the engine's hold on the case; time it without TensorFlow's import,
+        whatever the case was waiting on meanwhile (its reference, or its engine's worker,
+        whose start competes with the import), as the run's duration leaves it out."""
         self.engines.release(ticket)
-        result.duration_s = time.perf_counter() - started - reference.import_wait()
+        ended = time.perf_counter()
+        startup = _overlap(tensorflow_module.import_span, started, ended)
+        result.duration_s = ended - started - startup
         return result
 
 
 class _Reference:
-    """A case's reference, computed at once; how long it waited for TensorFlow's one-off
-    import, which case durations leave out."""
+    """A case's reference, computed at once."""
 
     def __init__(self, case: Case, options: RunOptions) -> None:
-        begun = time.perf_counter()
         try:
             self.value, self.error = reference_run(case, options), None
         except EngineFailure as e:
             self.value, self.error = None, e
-        self.span = begun, time.perf_counter()
 
     def get(self) -> EngineRun:
         if self.error is not None:
             raise self.error
         assert self.value is not None
         return self.value
-
-    def import_wait(self) -> float:
-        """The seconds of TensorFlow's import that this case spent waiting for."""
-        return _overlap(tensorflow_module.import_span, *self.span)
 
 
 def _exact_run(case: Case, options: RunOptions, declared: dict[str, str]) -> EngineRun | None:
