@@ -83,9 +83,9 @@ def shown_lines(text: str) -> list[str]:
 
 
 def assert_shown_in(shown: str, printed: str) -> None:
-    """Each line the README shows (but `...` elisions) is in what the command printed; a
-    line ending in ` ...` is shown by its start."""
-    lines = shown_lines(printed)
+    """The lines the README shows (but `...` elisions) are lines of what the command
+    printed, in its order; a line ending in ` ...` is shown by its start."""
+    lines = iter(shown_lines(printed))
     for line in shown_lines(shown):
         if line.strip() == "...":
             continue
@@ -160,3 +160,19 @@ def test_readme_tiny_engine_sums_over_an_axis_list():
         result = gradcheck.check(expr, {"x": {"shape": [2, 3, 4]}}, engine=tiny,
                                  cotangent="random", isolate="none")  # fmt: skip
         assert result.passed, str(result)
+
+
+def test_readme_seed_answer_is_a_real_run(monkeypatch):
+    """The README's first block, the seed question's answer, is what `gradcheck run`
+    prints today, in its order (the engine in this process: the same report)."""
+    import shlex
+
+    readme = (ROOT / "README.md").read_text()
+    command, shown = re.search(r"```text\n\$ (gradcheck run cases/seed.yaml .*?)\n(.*?)```",
+                               readme, re.S).groups()  # fmt: skip
+    assert readme.index(command) < readme.index("## Install")
+    monkeypatch.chdir(ROOT)
+    args = [*shlex.split(command)[1:], "--isolate", "none", "--no-cache"]
+    out = CliRunner().invoke(app, args, env={"COLUMNS": "80"})
+    assert out.exit_code == 1, out.output
+    assert_shown_in(shown, out.stdout)
