@@ -63,6 +63,8 @@ def test_the_question_engine_without_a_case_file(tmp_path):
     assert elements <= QUESTION_ELEMENTS
     assert "fault:matmul.full-transpose" in result.output
     assert f"case file found{os.sep}fault-matmul.full-transpose.yaml" in result.output
+    # as `gradcheck run`'s report: no blank that rich pads cells with ends a line
+    assert [line for line in result.stdout.splitlines() if line != line.rstrip()] == []
 
     again = run(str(written), "--engine", SEED_ENGINE, "--format", "json")
     assert again.exit_code == 1

@@ -49,7 +49,7 @@ def list_cases(
     from rich.console import Group
 
     from ..cases import Case, load_paths
-    from ..report.text import plural, without_trailing_blanks
+    from ..report.text import plural, written_whole
 
     settings = run_settings({"paths": paths, "ops": ops_files})
     load_ops(list(settings.ops))
@@ -57,9 +57,8 @@ def list_cases(
     console = stdout_console()
     invalid = print_problems(items)
     listed = [_listed(item, console.width) for item in items if isinstance(item, Case)]
-    with console.capture() as captured:  # in one print: a print a case took twice as long
+    with written_whole(console):  # in one print: a print a case took twice as long
         console.print(Group(*listed), soft_wrap=False)
-    console.file.write(without_trailing_blanks(captured.get()))
     console.print(
         plural(len(items) - invalid, "case") + (f", {invalid} invalid" if invalid else "")
     )

@@ -52,7 +52,7 @@ def ops(
     from rich.text import Text
 
     from ..ops import all_ops
-    from ..report.text import without_trailing_blanks
+    from ..report.text import written_whole
 
     load_ops(ops_files)
     if markdown:
@@ -86,9 +86,8 @@ def ops(
             cells.append(Text("\n".join(_rule_lines(op, spell, mode))))
         table.add_row(*cells)
     console = stdout_console()
-    with console.capture() as captured:
+    with written_whole(console):
         console.print(table)
-    console.file.write(without_trailing_blanks(captured.get()))
     if found:
         console.print(Text(_coverage_line(engine or "", found)))
 

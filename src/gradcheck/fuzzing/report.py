@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..report import render_case, to_dict
+from ..report.text import written_whole
 from ..results import RunResult
 from . import FuzzRun, Progress
 from .coverage import ordered
@@ -30,6 +31,11 @@ STOPPED = {
 
 
 def render_fuzz(run: FuzzRun, console: Console, *, quiet: bool = False) -> None:
+    with written_whole(console):
+        _render_fuzz(run, console, quiet)
+
+
+def _render_fuzz(run: FuzzRun, console: Console, quiet: bool) -> None:
     if not quiet:
         ops = ", ".join(run.ops)
         console.print(

@@ -26,6 +26,7 @@ from gradcheck.report.text import (
     printable,
     without_trailing_blanks,
     wrap_lines,
+    written_whole,
 )
 from gradcheck.results import CaseResult, Hint, RunResult
 
@@ -70,10 +71,8 @@ def render(
     stderr). Whole, once rendered: without the blanks rich pads lines with and, off a terminal
     (a CI log), once no line of it can start a workflow command.
     """
-    with console.capture() as captured:
+    with written_whole(console):
         _render(run, console, verbose, quiet, problems)
-    text = without_trailing_blanks(captured.get())
-    console.file.write(text if console.is_terminal else no_workflow_commands(text))
 
 
 def _render(run: RunResult, console: Console, verbose: bool, quiet: bool, problems: bool) -> None:
@@ -95,11 +94,10 @@ def _render(run: RunResult, console: Console, verbose: bool, quiet: bool, proble
 def render_problems(problems: list[tuple[str, str]], console: Console) -> None:
     """Case-file problems, each `(file:line, message)`, as `INVALID` lines: the command
     line prints them on stderr, where problems go whatever the report's format."""
-    with console.capture() as captured:
+    with written_whole(console):
         for location, message in problems:
             for renderable in problem_lines(location, message, console.width):
                 console.print(renderable, soft_wrap=isinstance(renderable, Text))
-    console.file.write(without_trailing_blanks(captured.get()))
 
 
 def render_case(

@@ -9,8 +9,14 @@ line came to start so, a long comment wrapped included).
 
 from __future__ import annotations
 
+import contextlib
 import re
 import textwrap
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 # C0 controls but tab and newline, DEL, C1 controls, and Unicode's bidirectional
 # embeddings, overrides and isolates.
@@ -60,6 +66,17 @@ def without_trailing_blanks(text: str) -> str:
     """`text` with no blank at the end of any line: rich pads a table's cells to the
     column's width, which leaves trailing spaces a diff or an editor shows."""
     return _TRAILING.sub("\\1", text)
+
+
+@contextlib.contextmanager
+def written_whole(console: Console) -> Iterator[None]:
+    """What is printed to `console` inside, written at the end in one piece: without the
+    blanks rich pads lines with and, off a terminal (a CI log), with no line that can
+    start a workflow command."""
+    with console.capture() as captured:
+        yield
+    text = without_trailing_blanks(captured.get())
+    console.file.write(text if console.is_terminal else no_workflow_commands(text))
 
 
 def wrap_lines(text: str, width: int) -> str:
