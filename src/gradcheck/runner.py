@@ -30,6 +30,7 @@ from .cache import ReferenceCache, ReferenceNotCached
 from .cases.loader import Collected
 from .cases.model import LOW_PRECISION, Case, InvalidCase
 from .checking import (
+    Diagnose,
     EngineOutcome,
     Known,
     error,
@@ -290,9 +291,8 @@ class Checker:
         modes = mode_verdict(case, reference_run_, outcome, result, options)
         if options.diagnose and (diagnose_reverse or modes):
             try:
-                diagnosis_notes, output = self.engines.diagnose(
-                    ticket, reference_run_, result, stale, prior, diagnose_reverse, modes
-                )
+                request = Diagnose(reference_run_, result, stale, prior, diagnose_reverse, modes)
+                diagnosis_notes, output = self.engines.diagnose(ticket, request)
             except WorkerLost as lost:
                 diagnosis_notes, output = [f"diagnosis stopped: {lost.message}"], lost.captured
             result.message = "; ".join(filter(None, [result.message, *diagnosis_notes]))
