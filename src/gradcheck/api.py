@@ -338,8 +338,8 @@ def check(
     item = load_case(data, file=file, line=line, max_elements=settings.max_elements)
     if isinstance(item, InvalidCase):
         raise InvalidCaseError(item.message, file=file, line=item.line, name=item.name)
-    engine = _engine(given["engine"] or settings.engine)
-    options = _options(settings, engine, diagnose=diagnose, isolate=isolate)
+    engine, origin = _chosen_engine(engine, settings)
+    options = _options(settings, engine, diagnose=diagnose, isolate=isolate, engine_origin=origin)
     return CheckResult(check_case(item, engine, options))
 
 
@@ -396,7 +396,7 @@ def run(
         rtol=settings.rtol,
         atol=settings.atol,
     )
-    engine = _engine(given["engine"] or settings.engine)
+    engine, origin = _chosen_engine(engine, settings)
     options = _options(
         settings,
         engine,
@@ -406,10 +406,9 @@ def run(
         isolate=isolate,
         modes=modes,
         order=order,
+        engine_origin=origin,
     )
-    result = run_cases(items, engine, options)
-    result.engine_origin = "(from engine=)" if given["engine"] else settings.engine_origin()
-    return RunReport(result)
+    return RunReport(run_cases(items, engine, options))
 
 
 def fuzz(
@@ -467,6 +466,14 @@ def _settings(given: dict[str, Any]) -> Settings:
 
 def _keyword(key: str) -> str:
     return f"{key}="
+
+
+def _chosen_engine(engine: EngineSpec | None, settings: Settings) -> tuple[Any, str]:
+    """The engine a call runs, and where it was set: a spec is a setting (the keyword's,
+    else the config file's, else builtin); an engine object is the caller's (`engine=`)."""
+    if engine is None or isinstance(engine, str):
+        return settings.engine, settings.source("engine")
+    return _engine(engine), _keyword("engine")
 
 
 def _options(

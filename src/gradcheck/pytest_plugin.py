@@ -256,9 +256,9 @@ class _State:
             from .engines.adapters import load_engine
 
             try:
-                self._engine = load_engine(self.engine_spec)
+                self._engine = load_engine(self.engine_spec, self.settings.engine_named())
             except GradcheckError as e:
-                self._engine = EngineUnavailable(f"gradcheck: {_as_plugin_option(e)}")
+                self._engine = EngineUnavailable(f"gradcheck: {e}")
         if isinstance(self._engine, EngineUnavailable):
             raise self._engine
         return self._engine
@@ -277,7 +277,7 @@ class _State:
             return self._checker.check(case)
         except GradcheckError as e:
             self.close()
-            self._checker = EngineUnavailable(f"gradcheck: {_as_plugin_option(e)}")
+            self._checker = EngineUnavailable(f"gradcheck: {e}")
             raise self._checker from None
 
     def close(self) -> None:
@@ -362,14 +362,6 @@ _OPTIONS = ("engine", "stale_check_limit", "ops", "reference", "timeout", "cache
 _INI = ("engine", "ops", "reference", "cache_dir")
 
 
-def _as_plugin_option(error: Exception) -> str:
-    """The engine loader's message, which speaks of the command line's option, as ours."""
-    message = str(error)
-    if message.startswith("--engine"):
-        message = "--gradcheck-engine" + message.removeprefix("--engine")
-    return message
-
-
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(_STATE, None)
     if state is not None:
@@ -393,7 +385,9 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     where = ", ".join(_display(root, config.rootpath) for root in state.roots)
     files = f", case files under {where}" if state.roots else ""
     fuzz = f", fuzz {state.fuzz_examples} examples" if state.fuzz_examples else ""
-    origin = state.settings.engine_origin()
+    from .config import origin_note
+
+    origin = origin_note(state.settings.source("engine"))
     return f"gradcheck: engine {state.engine_spec} {origin}{files}{fuzz}"
 
 

@@ -40,6 +40,7 @@ from .checking import (
     verdict,
 )
 from .comparison.trust import disagreements
+from .config import engine_named
 from .defaults import STALE_CHECK_LIMIT, TIMEOUT
 from .diagnosis import diagnose_run
 from .diagnosis.conventions import follow_conventions
@@ -78,6 +79,9 @@ class RunOptions:
     timeout: float = TIMEOUT  # seconds per case in a worker (a case's `timeout:` wins)
     modes: tuple[str, ...] = ("rev",)  # rev and/or fwd, where a case sets none
     order: int = 1  # 2: second order too, where a case sets no order
+    # Where the engine was set ("--engine", "pyproject.toml", "default"; `config.Settings`),
+    # for the report and for the engine's errors; None: not said.
+    engine_origin: str | None = None
 
 
 # The numeric reference of each check (vjp: gradients, jvp: forward mode, hvp: second order).
@@ -220,11 +224,16 @@ class Checker:
                     "name (a class defined in __main__, a function); pass an --engine spec "
                     "('path/file.py:Class') or isolate='none'"
                 )
-            init = worker_init(self.spec, loaded_ops_files())
+            init = worker_init(self.spec, loaded_ops_files(), self.named)
             self.engines: InProcess | Isolated = Isolated(init, options.timeout)
         else:
-            factory = load_engine(engine) if isinstance(engine, str) else engine
+            factory = load_engine(engine, self.named) if isinstance(engine, str) else engine
             self.engines = InProcess(factory)
+
+    @property
+    def named(self) -> str:
+        """How the engine's errors name it: as given, and where it was set."""
+        return engine_named(str(self.spec), self.options.engine_origin or "--engine")
 
     @property
     def engine_name(self) -> str:
@@ -441,6 +450,7 @@ def run(
         deselected=collected.deselected if collected is not None else 0,
         nothing_found=collected.nothing_found if collected is not None else None,
         startup_s=startup[1] - startup[0] if startup else 0.0,
+        engine_origin=options.engine_origin,
     )
     return diagnose_run(ran, causes=bool(options.diagnose))
 

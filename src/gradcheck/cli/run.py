@@ -16,6 +16,7 @@ from ..errors import GradcheckError
 from .cases import print_problems
 from .common import (
     EXIT_USAGE,
+    EngineOption,
     Isolate,
     OpsFiles,
     Paths,
@@ -73,16 +74,7 @@ def run(
     ctx: typer.Context,
     paths: Paths = None,
     ops_files: OpsFiles = None,
-    engine: Annotated[
-        str | None,
-        typer.Option(
-            "--engine",
-            "-e",
-            help="builtin; torch, jax, autograd or tensorflow (the ready adapters); "
-            "path/file.py[:Class] or pkg.module[:Class].",
-            show_default=DEFAULTS.engine,
-        ),
-    ] = None,
+    engine: EngineOption = None,
     keyword: Annotated[
         str | None,
         typer.Option("-k", help="Only cases whose name or tag matches (not/and/or)."),
@@ -276,7 +268,7 @@ def run(
             # What an engine's module prints on import is not the report's: stdout may
             # carry JSON. (Its cases' output is captured with each case.)
             with contextlib.redirect_stdout(sys.stderr):
-                engine_arg = engine if options.isolate == "process" else engine_factory(engine)
+                engine_arg = engine if options.isolate == "process" else engine_factory(settings)
         except Interrupted as stop:
             echo_err(f"gradcheck: interrupted by {stop.signal} before any case ran")
             raise typer.Exit(_signal_exit(stop.signal)) from None
@@ -287,7 +279,7 @@ def run(
             format, output, verbose=verbose, quiet=quiet, durations=durations,
             repro=(repro, engine) if repro is not None else None,
         )  # fmt: skip
-        report.run(collected, engine_arg, options, engine_origin=settings.engine_origin())
+        report.run(collected, engine_arg, options)
 
 
 def _signal_exit(signal_name: str) -> int:
@@ -311,7 +303,7 @@ class _Report:
         self.console = stdout_console()
         self.rich_to_stdout = format not in FILE_FORMATS or output is not None
 
-    def run(self, collected, engine, options, engine_origin: str | None = None) -> None:
+    def run(self, collected, engine, options) -> None:
         from ..interrupts import quiet
         from ..runner import run as run_cases
         from .progress import progress
@@ -319,7 +311,6 @@ class _Report:
         total = len(collected.items)
         with progress(self.console, total, show=self.rich_to_stdout) as on_result:
             result = run_cases(collected, engine, options, on_result=on_result)
-        result.engine_origin = engine_origin
         with quiet():  # a second ^C must not cut the report short
             problem = self.write(result)
             if self.repro is not None:

@@ -26,6 +26,8 @@ class WorkerInit:
     imports: tuple[str, ...] = ()
     sys_path: tuple[str, ...] = ()
     stamp: tuple[tuple[int, int], ...] = ()
+    # How errors name the engine, as the run was given it (`config.engine_named`).
+    named: str = field(default="", compare=False)
 
 
 @dataclass

@@ -90,12 +90,12 @@ def _start(init: Any) -> tuple[Callable[[], Any] | None, Any]:
     sys.path[:] = list(init.sys_path) or sys.path
     try:
         load_ops_files(init.imports)  # the run's user-defined ops, before any case arrives
-        factory = load_engine(init.engine)
+        factory = load_engine(init.engine, init.named)
         return factory, Ready(engine_name(factory), declared_conventions(factory))
     except GradcheckError as e:
         return None, InitFailed(str(e))
     except BaseException as e:  # SystemExit or anything else the engine's module raised
-        return None, InitFailed(f"--engine: importing {init.engine} raised {describe(e)}")
+        return None, InitFailed(f"{init.named}: importing it raised {describe(e)}")
 
 
 def _serve(
