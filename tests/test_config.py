@@ -15,10 +15,10 @@ import pytest
 from typer.testing import CliRunner
 
 import gradcheck
-from gradcheck import pytest_plugin
 from gradcheck.cli import app
 from gradcheck.config import DEFAULTS, config_layer, resolve
 from gradcheck.errors import UsageError
+from gradcheck.pytest_plugin.state import State
 
 ROOT = Path(__file__).resolve().parents[1]
 pytest_plugins = ["pytester"]
@@ -200,7 +200,7 @@ def test_cli_api_and_plugin_defaults_are_the_one_defaults_object() -> None:
         for key in (*DEFAULT_KEYS, "cache", "ops"):
             if key in parameters:
                 assert parameters[key].default is None, (function.__name__, key)
-    plugin = pytest_plugin._State(roots=[], settings=DEFAULTS).options
+    plugin = State(roots=[], settings=DEFAULTS).options
     cli = DEFAULTS.run_options("builtin")
     assert plugin.cache is not None and cli.cache is not None
     assert plugin.cache.directory == cli.cache.directory

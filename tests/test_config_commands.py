@@ -69,6 +69,9 @@ def test_fuzz_reads_the_config_file_and_its_options_win(project: Path) -> None:
     assert configured["engine"] == "configured" and configured["ops"] == ["twice"]
     assert configured["reference"].startswith("numeric")
     assert not (project / "refs").exists()  # fuzz keeps no cache without --cache-dir
+    api = gradcheck.fuzz(ops=["twice"], max_examples=3)
+    assert (api.engine, api.reference[:7], api.ops) == ("configured", "numeric", ("twice",))
+    assert gradcheck.fuzz("../given.py", ops=["mul"], max_examples=3).engine == "given"
     assert fuzz_json("--ops", "mul", "--reference", "tensorflow")["reference"].startswith(
         "tensorflow"
     )
