@@ -15,10 +15,10 @@ import pytest
 from typer.testing import CliRunner
 
 import gradcheck
-from gradcheck import pytest_plugin
 from gradcheck.cli import app
 from gradcheck.config import DEFAULTS, config_layer, resolve
 from gradcheck.errors import UsageError
+from gradcheck.pytest_plugin.state import State
 
 ROOT = Path(__file__).resolve().parents[1]
 pytest_plugins = ["pytester"]
@@ -40,6 +40,10 @@ cases:
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return make_project(tmp_path, monkeypatch)
+
+
+def make_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A project whose pyproject.toml names its engine and case folder, worked on from a
     subfolder: every path in the config file is relative to the file."""
     (tmp_path / "checks").mkdir()
@@ -157,7 +161,7 @@ def test_api_takes_the_config_files_defaults_and_its_keywords_win(project: Path)
     assert (
         report.passed and report.engine == "configured" and report.reference.startswith("numeric")
     )
-    assert report.engine_origin == "(from ../pyproject.toml)"
+    assert report.engine_origin == "../pyproject.toml"
     given = gradcheck.run(engine="../given.py", reference="tensorflow")
     assert given.engine == "given" and given.reference.startswith("tensorflow")
     result = gradcheck.check("sum(x * x)", {"x": [1.0, 2.0]})
@@ -196,7 +200,7 @@ def test_cli_api_and_plugin_defaults_are_the_one_defaults_object() -> None:
         for key in (*DEFAULT_KEYS, "cache", "ops"):
             if key in parameters:
                 assert parameters[key].default is None, (function.__name__, key)
-    plugin = pytest_plugin._State(roots=[], settings=DEFAULTS).options
+    plugin = State(roots=[], settings=DEFAULTS).options
     cli = DEFAULTS.run_options("builtin")
     assert plugin.cache is not None and cli.cache is not None
     assert plugin.cache.directory == cli.cache.directory

@@ -13,8 +13,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from gradcheck.cli import app
-from gradcheck.cli import run as run_command
+from gradcheck.cli import app, reports
 
 ENV = {"COLUMNS": "200", "NO_COLOR": None, "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
 DURATION = re.compile(r"^\d+\.\d\ds \S+::\S+$")
@@ -48,7 +47,7 @@ def run(*args: str):
 def terminal_console(monkeypatch) -> None:
     """Make `gradcheck run` believe stdout is a terminal (CliRunner's never is)."""
     monkeypatch.setattr(
-        run_command,
+        reports,
         "stdout_console",
         lambda *a, **k: Console(force_terminal=True, highlight=False, width=120),
     )
@@ -168,9 +167,9 @@ def test_tensorflow_start_up_is_shown_and_counted_apart(tmp_path):
         """
         import sys
         from rich.console import Console
-        from gradcheck.cli import app, run
+        from gradcheck.cli import app, reports
 
-        run.stdout_console = lambda: Console(force_terminal=True, highlight=False, width=120)
+        reports.stdout_console = lambda: Console(force_terminal=True, highlight=False, width=120)
         assert "tensorflow" not in sys.modules
         app(["run", sys.argv[1], "--no-cache", "--output", "report.json"])
         """

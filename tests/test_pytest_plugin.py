@@ -169,7 +169,7 @@ def test_unusable_engine_fails_every_item_with_the_reason(project: pytest.Pytest
         "--gradcheck", "cases/mini.yaml", "--gradcheck-engine", "missing.py"
     )
     result.assert_outcomes(failed=2)
-    result.stdout.fnmatch_lines(["gradcheck: --gradcheck-engine: no such file missing.py"])
+    result.stdout.fnmatch_lines(["gradcheck: --gradcheck-engine missing.py: no such file"])
 
 
 # --- running (subprocess: TensorFlow is imported) -----------------------------------------

@@ -225,36 +225,45 @@ class Known:
     brief: bool = True
 
 
+@dataclass
+class Diagnose:
+    """A failing case's diagnosis, asked of the side that holds its engine and outcome:
+    the reference and the verdict (`result`, which gets the hints), the inputs whose
+    gradients came back stale, the run's `known` causes, and which failures to explain:
+    reverse mode's (`reverse`) and those of the checks beyond it (`modes`: ``jvp``,
+    ``hvp``). `cwd` is the run's working directory, for a worker to diagnose in."""
+
+    reference: EngineRun
+    result: CaseResult
+    stale: list[str] = field(default_factory=list)
+    known: Known = field(default_factory=Known)
+    reverse: bool = True
+    modes: list[str] = field(default_factory=list)
+    cwd: str = ""
+
+
 def diagnosis_step(
-    case: Case,
-    reference: EngineRun,
-    outcome: EngineOutcome,
-    result: CaseResult,
-    factory: EngineFactory,
-    stale: list[str],
-    known: Known,
-    reverse: bool = True,
-    modes: Sequence[str] = (),
+    case: Case, outcome: EngineOutcome, factory: EngineFactory, request: Diagnose
 ) -> list[str]:
-    """Attach hints to `result` (in place): reverse mode's (`reverse`), and those of the
-    failing checks beyond it (`modes`: ``jvp``, ``hvp``); the notes of diagnosis steps
-    that failed."""
+    """Attach the hints `request` asks for to `request.result` (in place); the notes of
+    diagnosis steps that failed."""
+    reference, result, known = request.reference, request.result, request.known
     notes = []
-    if reverse:
+    if request.reverse:
         evidence = Evidence(
             case,
             reference,
             outcome.run,
             result,
             factory,
-            stale,
+            request.stale,
             failure=outcome.failure,
             conventions=declared_conventions(factory),
             known=list(known.causes),
             brief=known.brief,
         )
         notes += diagnose(evidence)
-    for check in modes:
+    for check in request.modes:
         notes += diagnose_mode(case, factory, reference, result, check, outcome.checks[check])
     return notes
 

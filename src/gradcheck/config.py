@@ -59,14 +59,14 @@ class Settings:
     def source(self, key: str) -> str:
         return self.sources.get(key, DEFAULT)
 
-    def engine_origin(self) -> str:
-        """How the report header says where the engine came from: "(from pyproject.toml)"."""
-        source = self.source("engine")
-        return "(default)" if source == DEFAULT else f"(from {source})"
+    def engine_named(self) -> str:
+        """How errors name the engine: ``--engine x.py``, ``engine 'x.py' (from ...)``."""
+        return engine_named(self.engine, self.source("engine"))
 
     def run_options(self, engine: Any = None, *, read_only: bool = False, **options: Any) -> Any:
         """The runner's `RunOptions` for these settings; `options` are the rest of them
-        (strict, fail_fast, diagnose, require_cache, isolate: None for the engine's default)."""
+        (strict, fail_fast, diagnose, require_cache, isolate: None for the engine's default;
+        engine_origin, for an engine that is no setting)."""
         from .runner import RunOptions, default_isolation
 
         return RunOptions(
@@ -74,7 +74,11 @@ class Settings:
             stale_check_limit=self.stale_check_limit or None,
             reference=self.reference,
             timeout=self.timeout,
-            **{**options, "isolate": options.get("isolate") or default_isolation(engine)},
+            **{
+                "engine_origin": self.source("engine"),
+                **options,
+                "isolate": options.get("isolate") or default_isolation(engine),
+            },
         )
 
     def reference_cache(self, *, read_only: bool = False) -> Any:
@@ -139,6 +143,19 @@ def defaults_at(base: Path | None) -> Layer:
 
 def _default(key: str) -> str:
     return DEFAULT
+
+
+def origin_note(source: str) -> str:
+    """How a report says where a value came from: "(from pyproject.toml)", "(default)"."""
+    return "(default)" if source == DEFAULT else f"(from {source})"
+
+
+def engine_named(spec: str, source: str) -> str:
+    """How a message names the engine `spec` that `source` set: as the option was typed
+    (``--engine x.py``), else with where it was set (``engine 'x.py' (from pyproject.toml)``)."""
+    if source.startswith("-"):
+        return f"{source} {spec}"
+    return f"engine {spec!r} {origin_note(source)}"
 
 
 def option_name(key: str) -> str:

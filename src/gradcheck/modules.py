@@ -26,18 +26,19 @@ _PACKAGE_DIR = str(Path(__file__).resolve().parent) + os.sep
 _IMPORTLIB_DIR = os.path.dirname(importlib.__file__) + os.sep  # as its frames name it
 
 
-def import_file(path: Path, option: str, *, prefix: str) -> ModuleType:
-    """Run the file at `path` as a fresh module; `UsageError` (naming `option`) if it fails.
+def import_file(path: Path, named: str, *, prefix: str) -> ModuleType:
+    """Run the file at `path` as a fresh module; a `UsageError` if it fails, whose message
+    calls it `named` (``--engine my_engine.py``).
 
     The module is keyed by the resolved path, so two files of the same name never clash,
     and it is put in `sys.modules`, where dataclasses and pickling look modules up.
     """
     if not path.is_file():
-        raise UsageError(f"{option}: no such file {path}")
+        raise UsageError(f"{named}: no such file")
     name = f"{prefix}_{path.stem}_{abs(hash(str(path.resolve()))):x}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
-        raise UsageError(f"{option}: cannot import {path}")
+        raise UsageError(f"{named}: cannot import {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
@@ -48,24 +49,25 @@ def import_file(path: Path, option: str, *, prefix: str) -> ModuleType:
         raise
     except Exception as e:
         sys.modules.pop(name, None)
-        raise UsageError(import_failure(e, f"{option} {path}")) from e
+        raise UsageError(import_failure(e, named)) from e
     return module
 
 
-def import_module(name: str, option: str) -> ModuleType:
-    """`importlib.import_module(name)`, trying the working directory after Python's path."""
+def import_module(name: str, named: str) -> ModuleType:
+    """`importlib.import_module(name)`, trying the working directory after Python's path;
+    a `UsageError` calling it `named` if it fails."""
     try:
         with _importing(Path.cwd(), first=False):
             return importlib.import_module(name)
     except ModuleNotFoundError as e:
         if e.name is not None and (name == e.name or name.startswith(f"{e.name}.")):
             raise UsageError(
-                f"{option}: cannot import module {name!r}: {e} (looked up on Python's path "
+                f"{named}: cannot import module {name!r}: {e} (looked up on Python's path "
                 f"and in the working directory, {Path.cwd()})"
             ) from e
-        raise UsageError(import_failure(e, f"{option} {name}")) from e
+        raise UsageError(import_failure(e, named)) from e
     except Exception as e:
-        raise UsageError(import_failure(e, f"{option} {name}")) from e
+        raise UsageError(import_failure(e, named)) from e
 
 
 def import_failure(error: BaseException, what: str) -> str:

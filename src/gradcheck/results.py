@@ -236,7 +236,7 @@ class RunResult:
     root_causes: list[RootCause] = field(default_factory=list)
     ops: dict[str, OpRecord] = field(default_factory=dict)
     interrupted: str | None = None  # the signal that stopped the run ("SIGINT", "SIGTERM")
-    engine_origin: str | None = None  # where the command line found it: "(from pyproject.toml)"
+    engine_origin: str | None = None  # where it was set: "--engine", "pyproject.toml", "default"
     fail_fast: bool = False  # -x stopped the run at a failure: the cases after it are `not run`
     deselected: int = 0  # cases -k left out
     nothing_found: str | None = None  # why no case was selected or found, when none was

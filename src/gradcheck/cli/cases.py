@@ -13,6 +13,7 @@ from .common import (
     app,
     boundary,
     load_ops,
+    load_user_ops,
     run_settings,
     stdout_console,
 )
@@ -105,7 +106,7 @@ def init_engine(
     """
     from ..scaffold import write_scaffold
 
-    load_ops(ops_files)
+    load_user_ops(ops_files)
     engine_file, cases_file = write_scaffold(path, force=force)
     typer.echo(f"wrote {engine_file} (an adapter with a stub for every op)")
     typer.echo(f"wrote {cases_file} (two cases needing mul and sum)")

@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from .. import __version__
-from ..config import Settings
+from ..config import DEFAULTS, Settings
 from ..errors import GradcheckError
 
 app = typer.Typer(
@@ -42,6 +42,16 @@ Paths = Annotated[
         help="Case files or folders searched for *.yaml/*.yml [default: cases/].",
         metavar="PATHS",
         show_default=False,
+    ),
+]
+EngineOption = Annotated[
+    str | None,
+    typer.Option(
+        "--engine",
+        "-e",
+        help="builtin; torch, jax, autograd or tensorflow (the ready adapters); "
+        "path/file.py[:Class] or pkg.module[:Class].",
+        show_default=DEFAULTS.engine,
     ),
 ]
 OpsFiles = Annotated[
@@ -91,18 +101,24 @@ def load_ops(paths: list[Path] | None) -> None:
         load_ops_files(paths)
 
 
+def load_user_ops(ops_files: list[Path] | None) -> None:
+    """The --ops files given, else the config file's."""
+    load_ops(list(run_settings({"ops": ops_files}).ops))
+
+
 def run_settings(given: dict[str, object]) -> Settings:
-    """`run`'s settings: the options `given` (None: not given), else the config file's,
-    else the defaults."""
+    """A command's settings (`run`'s, which the others share): the options `given` (None:
+    not given), else the config file's, else the defaults."""
     from ..config import option_name, settings
 
     return settings(given, option_name)
 
 
-def engine_factory(spec: str):
+def engine_factory(settings: Settings):
+    """The settings' engine, loaded here; its errors say where it was set."""
     from ..engines.adapters import load_engine
 
-    return load_engine(spec)
+    return load_engine(settings.engine, settings.engine_named())
 
 
 def stdout_console():

@@ -9,13 +9,15 @@ from typing import Annotated
 import typer
 
 from .. import __version__
-from ..config import reference_cache
+from ..config import DEFAULTS
 from .common import (
+    EngineOption,
     Reference,
     app,
     boundary,
     engine_factory,
     load_ops,
+    run_settings,
     stdout_console,
 )
 
@@ -43,15 +45,13 @@ def _ops_and_files(values: list[str] | None) -> tuple[list[str] | None, list[Pat
 @app.command()
 @boundary
 def fuzz(
-    engine: Annotated[
-        str,
-        typer.Option("--engine", "-e", help="builtin, path/file.py[:Class] or pkg.module[:Class]."),
-    ] = "builtin",
+    engine: EngineOption = None,
     ops: Annotated[
         list[str] | None,
         typer.Option(
             help="Only these ops, comma-separated (default: every op the engine has); or a "
-            "Python file of user-defined ops to load (gradcheck.op), as for run. Repeatable.",
+            "Python file of user-defined ops to load (gradcheck.op), as for run (default: the "
+            "config file's). Repeatable.",
             metavar="A,B,...|FILE.py",
         ),
     ] = None,
@@ -91,12 +91,18 @@ def fuzz(
     ] = False,
     cache_dir: Annotated[
         Path | None,
-        typer.Option(help="Reuse TensorFlow's results kept here (default: no cache)."),
+        typer.Option(
+            help="Reuse TensorFlow's results kept here (default: no cache, whatever the "
+            "config file says: fuzzed cases are new every run, and would only fill it)."
+        ),
     ] = None,
     reference: Annotated[
-        Reference,
-        typer.Option(help="What a failing example is confirmed against, as for run."),
-    ] = Reference.tensorflow,
+        Reference | None,
+        typer.Option(
+            help="What a failing example is confirmed against, as for run.",
+            show_default=DEFAULTS.reference,
+        ),
+    ] = None,
 ) -> None:
     """Generate cases over the engine's ops; shrink each bug found.
 
@@ -106,16 +112,20 @@ def fuzz(
 
     from ..fuzzing import Budget, fuzz_engine
     from ..fuzzing.report import fuzz_to_dict, render_fuzz
-    from ..runner import RunOptions
 
     names, ops_files = _ops_and_files(ops)
-    load_ops(ops_files)
-    options = RunOptions(cache=reference_cache(cache_dir), reference=reference.value)
+    given = dict(
+        engine=engine, ops=ops_files or None, reference=reference.value if reference else None,
+        cache=cache_dir is not None, cache_dir=cache_dir,
+    )  # fmt: skip
+    settings = run_settings(given)
+    load_ops(list(settings.ops))
+    options = settings.run_options(settings.engine, isolate="none")  # the engine runs here
     run_seed = secrets.randbelow(2**32) if seed is None else seed
     console = stdout_console()
     with _fuzz_progress(show=format is FuzzFormat.rich) as on_progress:
         result = fuzz_engine(
-            engine_factory(engine),
+            engine_factory(settings),
             ops=names,
             dtypes=_names(dtype) or [],
             max_ops=max_ops,
@@ -123,7 +133,7 @@ def fuzz(
             budget=Budget(max_examples, time, 1 if fail_fast else None),
             seed=run_seed,
             out=out,
-            engine_spec=engine if engine != "builtin" else None,
+            engine_spec=settings.engine if settings.engine != "builtin" else None,
             options=options,
             on_progress=on_progress,
         )

@@ -9,7 +9,17 @@ from typing import Annotated
 import typer
 
 from ..errors import GradcheckError
-from .common import OpsFiles, app, boundary, engine_factory, load_ops, stdout_console
+from .common import (
+    EngineOption,
+    OpsFiles,
+    app,
+    boundary,
+    engine_factory,
+    load_ops,
+    load_user_ops,
+    run_settings,
+    stdout_console,
+)
 
 
 class Spelling(str, enum.Enum):
@@ -29,15 +39,7 @@ def ops(
     markdown: Annotated[
         bool, typer.Option("--markdown", help="A Markdown table (docs/ops.md), both spellings.")
     ] = False,
-    engine: Annotated[
-        str | None,
-        typer.Option(
-            "--engine",
-            "-e",
-            help="Also say which ops this engine implements and which it lacks (the engine "
-            "is imported and made, no case is run).",
-        ),
-    ] = None,
+    engine: EngineOption = None,
     forward: Annotated[
         bool,
         typer.Option("--forward", help="The JVP rules (forward mode) instead (implies --rules)."),
@@ -46,19 +48,23 @@ def ops(
     """Every op an expression may use, with its TensorFlow mapping.
 
     Each op's signature, TensorFlow mapping and meaning, and (--rules) its VJP rules
-    (--forward: its JVP rules).
+    (--forward: its JVP rules). With an engine (--engine, or the config file's), also
+    which ops it implements and which it lacks: the engine is imported and made, no case
+    is run. The config file's ops files are loaded unless --ops is given.
     """
     from rich.table import Table
     from rich.text import Text
 
+    from ..config import DEFAULT
     from ..ops import all_ops
     from ..report.text import written_whole
 
-    load_ops(ops_files)
+    settings = run_settings({"engine": engine, "ops": ops_files})
+    load_ops(list(settings.ops))
     if markdown:
         typer.echo(_ops_markdown(), nl=False)
         return
-    found = _coverage(engine) if engine is not None else None
+    found = _coverage(settings) if settings.source("engine") != DEFAULT else None
     spell = (spelling or Spelling.numpy).value if rules or spelling or forward else None
     mode = "fwd" if forward else "rev"
     table = Table(box=None, pad_edge=False)
@@ -89,19 +95,19 @@ def ops(
     with written_whole(console):
         console.print(table)
     if found:
-        console.print(Text(_coverage_line(engine or "", found)))
+        console.print(Text(_coverage_line(settings.engine, found)))
 
 
-def _coverage(spec: str):
+def _coverage(settings):
     from ..diagnosis.report_card import coverage
     from ..engines.driver import EngineFailure, call_engine
     from ..ops import all_ops
 
-    factory = engine_factory(spec)
+    factory = engine_factory(settings)
     try:
         instance = call_engine("creating the engine", factory)
     except EngineFailure as e:
-        raise GradcheckError(f"--engine {spec}: {e.message}") from None
+        raise GradcheckError(f"{settings.engine_named()}: {e.message}") from None
     return coverage(instance, all_ops())
 
 
@@ -193,5 +199,5 @@ def schema(ops_files: OpsFiles = None) -> None:
     """
     from ..cases import case_file_schema
 
-    load_ops(ops_files)
+    load_user_ops(ops_files)
     typer.echo(json.dumps(case_file_schema(), indent=2))

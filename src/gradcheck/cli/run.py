@@ -1,4 +1,5 @@
-"""`gradcheck run`: check the cases, then write the reports (the terminal's, and --output's)."""
+"""`gradcheck run`: its options, resolved with the config file's; then the cases are
+checked and reported (`reports`)."""
 
 import contextlib
 import enum
@@ -10,12 +11,11 @@ from typing import Annotated
 import typer
 from typer.core import TyperCommand
 
-from .. import __version__
 from ..config import DEFAULTS
 from ..errors import GradcheckError
 from .cases import print_problems
 from .common import (
-    EXIT_USAGE,
+    EngineOption,
     Isolate,
     OpsFiles,
     Paths,
@@ -26,21 +26,8 @@ from .common import (
     engine_factory,
     load_ops,
     run_settings,
-    stdout_console,
 )
-
-
-class Format(str, enum.Enum):
-    rich = "rich"
-    json = "json"
-    junit = "junit"
-    github = "github"  # the rich report, then GitHub Actions annotations
-    html = "html"  # a page to look at (SPEC §11)
-
-
-FILE_FORMATS = (Format.json, Format.junit, Format.html)
-SUFFIX_FORMATS = {".html": Format.html, ".htm": Format.html, ".json": Format.json,
-                  ".xml": Format.junit}  # fmt: skip
+from .reports import Format, Report
 
 
 class Diagnose(str, enum.Enum):
@@ -73,16 +60,7 @@ def run(
     ctx: typer.Context,
     paths: Paths = None,
     ops_files: OpsFiles = None,
-    engine: Annotated[
-        str | None,
-        typer.Option(
-            "--engine",
-            "-e",
-            help="builtin; torch, jax, autograd or tensorflow (the ready adapters); "
-            "path/file.py[:Class] or pkg.module[:Class].",
-            show_default=DEFAULTS.engine,
-        ),
-    ] = None,
+    engine: EngineOption = None,
     keyword: Annotated[
         str | None,
         typer.Option("-k", help="Only cases whose name or tag matches (not/and/or)."),
@@ -276,138 +254,21 @@ def run(
             # What an engine's module prints on import is not the report's: stdout may
             # carry JSON. (Its cases' output is captured with each case.)
             with contextlib.redirect_stdout(sys.stderr):
-                engine_arg = engine if options.isolate == "process" else engine_factory(engine)
+                engine_arg = engine if options.isolate == "process" else engine_factory(settings)
         except Interrupted as stop:
             echo_err(f"gradcheck: interrupted by {stop.signal} before any case ran")
             raise typer.Exit(_signal_exit(stop.signal)) from None
         output = (
             Path(os.path.abspath(output)) if output is not None else None
         )  # an engine may chdir
-        report = _Report(
+        report = Report(
             format, output, verbose=verbose, quiet=quiet, durations=durations,
             repro=(repro, engine) if repro is not None else None,
         )  # fmt: skip
-        report.run(collected, engine_arg, options, engine_origin=settings.engine_origin())
+        report.run(collected, engine_arg, options)
 
 
 def _signal_exit(signal_name: str) -> int:
     from ..results import SIGNAL_EXIT
 
     return SIGNAL_EXIT.get(signal_name, 1)
-
-
-class _Report:
-    """Run the cases with a progress bar, then write the reports: the terminal's, and the
-    one `--output` names. A report that cannot be written exits 2, after the terminal's."""
-
-    def __init__(self, format: Format | None, output: Path | None, **settings) -> None:
-        self.format = format
-        self.output = output
-        self.into_file = _file_format(format, output) if output is not None else None
-        self.verbose = settings["verbose"]
-        self.quiet = settings["quiet"]
-        self.durations = settings["durations"]
-        self.repro: tuple[Path, str] | None = settings["repro"]  # the folder, the --engine spec
-        self.console = stdout_console()
-        self.rich_to_stdout = format not in FILE_FORMATS or output is not None
-
-    def run(self, collected, engine, options, engine_origin: str | None = None) -> None:
-        from ..interrupts import quiet
-        from ..runner import run as run_cases
-        from .progress import progress
-
-        total = len(collected.items)
-        with progress(self.console, total, show=self.rich_to_stdout) as on_result:
-            result = run_cases(collected, engine, options, on_result=on_result)
-        result.engine_origin = engine_origin
-        with quiet():  # a second ^C must not cut the report short
-            problem = self.write(result)
-            if self.repro is not None:
-                problem = _write_repro(*self.repro, collected.items, result) or problem
-        if problem:
-            echo_err(f"gradcheck: error: {problem}")
-        elif not result.cases and not self.rich_to_stdout:  # the rich summary says why
-            echo_err(f"gradcheck: no cases ran: {result.nothing_found}")
-        code = result.exit_code
-        raise typer.Exit(code if result.interrupted or not problem else EXIT_USAGE)
-
-    def write(self, result) -> str | None:
-        """Every report; what went wrong writing the `--output` one, if anything."""
-        from ..report import render, to_github, to_html, to_json, to_junit
-
-        format, into_file, verbose = self.format, self.into_file, self.verbose
-        writers = {
-            Format.json: lambda: to_json(result, tool_version=__version__, verbose=verbose),
-            Format.junit: lambda: to_junit(result),
-            Format.github: lambda: to_github(result),
-            Format.html: lambda: to_html(result, tool_version=__version__),
-        }
-        if self.rich_to_stdout:
-            render(result, self.console, verbose=verbose, quiet=self.quiet, problems=False)
-            if format is Format.github and into_file is not Format.github:
-                typer.echo(writers[format](), nl=False)  # people read the report, the runner these
-        else:
-            typer.echo(writers[format]())
-        if self.durations is not None:
-            _print_durations(result, self.durations, stderr=not self.rich_to_stdout)
-        if self.output is None:
-            return None
-        from ..atomic import write_report
-
-        text = writers[into_file]() if into_file in writers else _plain_report(result, verbose)
-        try:
-            write_report(self.output, text)
-        except OSError as e:
-            return f"cannot write the report to {self.output}: {e.strerror or e}"
-        return None
-
-
-def _write_repro(folder: Path, engine: str, items, result) -> str | None:
-    """--repro: the scripts, and a line on stderr saying where (or why there are none);
-    what went wrong writing them, if anything."""
-    from ..diagnosis.repro import write_repros
-
-    try:
-        written, notes = write_repros(folder, items, result, engine)
-    except OSError as e:
-        return f"cannot write --repro scripts to {folder}: {e.strerror or e}"
-    for note in notes:
-        echo_err(f"gradcheck: --repro: {note}")
-    if written:
-        echo_err(f"gradcheck: --repro: {len(written)} script(s) in {folder}: {written[0]}" +
-                 (" ..." if len(written) > 1 else ""))  # fmt: skip
-    elif not notes:
-        echo_err("gradcheck: --repro: no case failed, no script written")
-    return None
-
-
-def _file_format(format: Format | None, output: Path) -> Format:
-    """What `--output` gets: --format's file format, else the one the file's suffix names,
-    else --format's (rich: the plain-text report). So `--output report.html` beside the
-    rich report or the GitHub annotations writes the page."""
-    if format in FILE_FORMATS:
-        return format
-    return SUFFIX_FORMATS.get(output.suffix.lower(), format or Format.rich)
-
-
-def _print_durations(result, count: int, *, stderr: bool) -> None:
-    """pytest's --durations: the `count` slowest cases (0: all), slowest first.
-
-    After the summary; on stderr when stdout carries the JSON or JUnit report.
-    """
-    ran = sorted((c for c in result.cases if c.status != "invalid"), key=lambda c: -c.duration_s)
-    lines = [f"{c.duration_s:.2f}s {c.file}::{c.name}" for c in (ran[:count] if count else ran)]
-    heading = f"slowest {count} durations" if count else "slowest durations"
-    typer.echo("\n".join([heading, *lines]), err=stderr)
-
-
-def _plain_report(result, verbose: bool) -> str:
-    import io
-
-    from rich.console import Console
-
-    from ..report import render
-
-    buffer = io.StringIO()
-    render(result, Console(file=buffer, no_color=True, width=100, highlight=False), verbose=verbose)
-    return buffer.getvalue()

@@ -6,7 +6,7 @@ import inspect
 import sys
 from pathlib import Path
 
-from ..config import is_file_spec
+from ..config import engine_named, is_file_spec
 from ..errors import UsageError
 from ..modules import import_file, import_module
 from ..ops.conventions import check_declared
@@ -24,23 +24,26 @@ STOCK = {
 _FILE_PREFIX = "gradcheck_engine"  # an engine file is imported as gradcheck_engine_<stem>_<hash>
 
 
-def load_engine(spec: str) -> EngineFactory:
-    """The engine class `spec` names; each call of it makes the fresh instance a case gets."""
+def load_engine(spec: str, named: str | None = None) -> EngineFactory:
+    """The engine class `spec` names; each call of it makes the fresh instance a case gets.
+    Errors call it `named` (`config.engine_named`: where it was set), else ``--engine``."""
     if spec == "builtin":
         return BuiltinEngine
+    named = named or engine_named(spec, "--engine")
     if spec in STOCK:
         target, extra = STOCK[spec]
         module, _, class_name = target.partition(":")
         try:
-            return getattr(import_module(module, "--engine"), class_name)
+            return getattr(import_module(module, named), class_name)
         except UsageError as e:
-            raise UsageError(f"--engine {spec} needs `pip install '{extra}'`: {e}") from None
+            why = str(e).removeprefix(f"{named}: ")  # named once is enough
+            raise UsageError(f"{named} needs `pip install '{extra}'`: {why}") from None
     target, _, class_name = spec.partition(":")
     class_name = class_name or DEFAULT_CLASS
     module = (
-        import_file(Path(target), "--engine", prefix=_FILE_PREFIX)
+        import_file(Path(target), named, prefix=_FILE_PREFIX)
         if is_file_spec(target)
-        else import_module(target, "--engine")
+        else import_module(target, named)
     )
     engine = getattr(module, class_name, None)
     if not inspect.isclass(engine):
@@ -50,12 +53,12 @@ def load_engine(spec: str) -> EngineFactory:
             if inspect.isclass(v) and v.__module__ == module.__name__
         ]
         raise UsageError(
-            f"--engine {spec}: {target} has no class {class_name!r} "
+            f"{named}: {target} has no class {class_name!r} "
             f"(classes there: {', '.join(classes) or 'none'}); name one as {target}:ClassName"
         )
     for method in missing_methods(engine):
         raise UsageError(
-            f"--engine {spec}: {class_name} has no {method}() method (an adapter "
+            f"{named}: {class_name} has no {method}() method (an adapter "
             "implements leaf, value and grad; a functional engine implements vjp() instead; "
             "`gradcheck init-engine` writes one)"
         )
@@ -63,7 +66,7 @@ def load_engine(spec: str) -> EngineFactory:
         try:
             check_declared(engine.conventions)
         except ValueError as e:
-            raise UsageError(f"--engine {spec}: {class_name}.{e}") from None
+            raise UsageError(f"{named}: {class_name}.{e}") from None
     return engine
 
 

@@ -149,7 +149,7 @@ def load_ops_files(paths: Iterable[str | os.PathLike[str]]) -> list[Op]:
         if key not in _LOADED:
             before = set(registry._REGISTRY)
             try:
-                import_file(path, "--ops", prefix="gradcheck_ops")
+                import_file(path, f"--ops {path}", prefix="gradcheck_ops")
             except Exception:
                 for added in set(registry._REGISTRY) - before:
                     del registry._REGISTRY[added]

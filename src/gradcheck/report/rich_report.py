@@ -18,6 +18,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from gradcheck.config import origin_note
 from gradcheck.report.rich_arrays import comparisons
 from gradcheck.report.rich_summary import citation, run_summary, summary_notes
 from gradcheck.report.text import (
@@ -77,7 +78,7 @@ def render(
 
 def _render(run: RunResult, console: Console, verbose: bool, quiet: bool, problems: bool) -> None:
     if not quiet:
-        origin = f" {run.engine_origin}" if run.engine_origin else ""
+        origin = f" {origin_note(run.engine_origin)}" if run.engine_origin else ""
         header = f"gradcheck: engine {run.engine}{origin}, reference {run.reference}"
         console.print(_plain(header, style="dim"))
     for case in run.cases:

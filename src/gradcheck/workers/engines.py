@@ -26,14 +26,14 @@ from typing import Any
 import numpy as np
 
 from ..cases.model import SEND_DRAWN_ELEMENTS, Case
-from ..checking import EngineOutcome, Known, adopt_diagnosis, diagnosis_step, engine_step
+from ..checking import Diagnose, EngineOutcome, adopt_diagnosis, diagnosis_step, engine_step
 from ..diagnosis.conventions import declared_conventions
 from ..engines.adapters import engine_name
 from ..engines.driver import EngineRun
 from ..engines.protocol import EngineFactory
 from ..results import CaseResult, Hint, InputResult, NodeResult
 from .capture import Capture, captured_output
-from .messages import Diagnose, Diagnosed, Release, RunCase, WorkerInit
+from .messages import Diagnosed, Release, RunCase, WorkerInit
 from .pool import WorkerLost, WorkerPool
 
 RELEASE_NOW_ELEMENTS = 1_000_000
@@ -75,23 +75,11 @@ class InProcess:
             )
         return ticket.outcome, output.take()
 
-    def diagnose(
-        self,
-        ticket: Ticket,
-        reference: EngineRun,
-        result: CaseResult,
-        stale: list[str],
-        known: Known,
-        reverse: bool = True,
-        modes: Sequence[str] = (),
-    ) -> tuple[list[str], str]:
+    def diagnose(self, ticket: Ticket, request: Diagnose) -> tuple[list[str], str]:
         outcome = ticket.outcome
         assert outcome is not None
         with self._step() as output:
-            notes = diagnosis_step(
-                ticket.case, reference, outcome, result, self.factory, stale, known,
-                reverse, modes,
-            )  # fmt: skip
+            notes = diagnosis_step(ticket.case, outcome, self.factory, request)
         return notes, output.take()
 
     def release(self, ticket: Ticket) -> None:
@@ -145,22 +133,13 @@ class Isolated:
         ticket.outcome = reply
         return reply, output
 
-    def diagnose(
-        self,
-        ticket: Ticket,
-        reference: EngineRun,
-        result: CaseResult,
-        stale: list[str],
-        known: Known,
-        reverse: bool = True,
-        modes: Sequence[str] = (),
-    ) -> tuple[list[str], str]:
-        message = Diagnose(reference, result, stale, known, os.getcwd(), reverse, list(modes))
+    def diagnose(self, ticket: Ticket, request: Diagnose) -> tuple[list[str], str]:
+        message = dataclasses.replace(request, cwd=os.getcwd())
         worker = self.pool.resubmit(ticket.worker, message, ticket.timeout)
         reply, output = self.pool.wait(worker)
         if not _is_diagnosis(reply):
             return ["diagnosis stopped: the engine process sent an unreadable reply"], output
-        adopt_diagnosis(result, reply.result)
+        adopt_diagnosis(request.result, reply.result)
         return list(reply.notes), output
 
     def release(self, ticket: Ticket) -> None:

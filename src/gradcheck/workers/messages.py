@@ -1,8 +1,9 @@
 """What gradcheck and its worker processes say to each other: plain dataclasses.
 
-gradcheck sends `WorkerInit` once, then `RunCase`, `Diagnose` and `Release`; a worker
-answers `WorkerInit` with `Ready` (or `InitFailed`), `RunCase` with an
-`EngineOutcome` and `Diagnose` with `Diagnosed`.
+gradcheck sends `WorkerInit` once, then `RunCase`, `Diagnose` (`checking.Diagnose`, the
+request as the runner makes it) and `Release`; a worker answers `WorkerInit` with
+`Ready` (or `InitFailed`), `RunCase` with an `EngineOutcome` and `Diagnose` with
+`Diagnosed`.
 """
 
 from __future__ import annotations
@@ -10,8 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..cases.model import Case
-from ..checking import Known
-from ..engines.driver import EngineRun
 from ..results import CaseResult
 
 
@@ -27,6 +26,8 @@ class WorkerInit:
     imports: tuple[str, ...] = ()
     sys_path: tuple[str, ...] = ()
     stamp: tuple[tuple[int, int], ...] = ()
+    # How errors name the engine, as the run was given it (`config.engine_named`).
+    named: str = field(default="", compare=False)
 
 
 @dataclass
@@ -46,19 +47,6 @@ class RunCase:
     ask_twice: bool
     cwd: str  # the run's working directory, restored before the case
     checks: tuple[str, ...] = ("vjp",)  # what to run: gradients, JVPs, second order (`modes`)
-
-
-@dataclass
-class Diagnose:
-    """Diagnose the case the worker ran last: the reference and the verdict it lacks."""
-
-    reference: EngineRun
-    result: CaseResult
-    stale: list[str] = field(default_factory=list)
-    known: Known = field(default_factory=Known)
-    cwd: str = ""
-    reverse: bool = True  # reverse mode's failure, to explain ...
-    modes: list[str] = field(default_factory=list)  # ... and those of `jvp`, `hvp`
 
 
 @dataclass

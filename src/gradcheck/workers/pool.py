@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..config import engine_named
 from ..errors import UsageError
 from .capture import Capture
 from .channel import Receiver, encode, write_some
@@ -97,6 +98,7 @@ class Worker:
         self.timeout = timeout
         self.deadline = time.monotonic() + timeout  # for the import, then for each request
         self.pending = encode(init)
+        self.named = init.named
 
     # -- requests --------------------------------------------------------------------
 
@@ -223,7 +225,7 @@ class Worker:
         if self.engine is None:
             captured = self.capture.take().strip()
             detail = f"\n{captured}" if captured else ""
-            self.unavailable = EngineUnavailable(f"--engine: {message}{detail}")
+            self.unavailable = EngineUnavailable(f"{self.named}: {message}{detail}")
         else:
             self.lost = WorkerLost(message, self.capture.take())
 
@@ -250,9 +252,11 @@ def _doing(phase: str, preposition: str) -> str:
     return f" while {phase}" if phase.startswith(verbs) else f" {preposition} {phase}"
 
 
-def worker_init(spec: str, imports: tuple[str, ...] = ()) -> WorkerInit:
-    """How to start a worker for the engine `spec`: files named by absolute paths (a later
-    run may start elsewhere), and stamped with their versions."""
+def worker_init(spec: str, imports: tuple[str, ...] = (), named: str = "") -> WorkerInit:
+    """How to start a worker for the engine `spec` (which errors call `named`): files
+    named by absolute paths (a later run may start elsewhere), and stamped with their
+    versions."""
+    named = named or engine_named(spec, "--engine")
     target, colon, name = spec.partition(":")
     files = [Path(f) for f in (target, *imports) if f.endswith(".py")]
     if target.endswith(".py") and Path(target).is_file():  # else the worker says so, as given
@@ -263,7 +267,7 @@ def worker_init(spec: str, imports: tuple[str, ...] = ()) -> WorkerInit:
             info = file.stat()
             stamps.append((info.st_mtime_ns, info.st_size))
     imports = tuple(str(Path(i).resolve()) if i.endswith(".py") else i for i in imports)
-    return WorkerInit(spec, imports, tuple(sys.path), tuple(stamps))
+    return WorkerInit(spec, imports, tuple(sys.path), tuple(stamps), named)
 
 
 # Workers a run has finished with, kept for the next run of this process with an equal
@@ -315,7 +319,8 @@ class WorkerPool:
         try:
             return Worker(self.init, self.timeout)
         except OSError as e:  # no processes or file descriptors left, say
-            raise EngineUnavailable(f"--engine: cannot start a worker process ({e})") from e
+            message = f"{self.init.named}: cannot start a worker process ({e})"
+            raise EngineUnavailable(message) from e
 
     def submit(self, message: Any, timeout: float) -> Worker:
         """Send `message` to the worker (started if need be); `wait` for its reply."""

@@ -90,12 +90,12 @@ def _start(init: Any) -> tuple[Callable[[], Any] | None, Any]:
     sys.path[:] = list(init.sys_path) or sys.path
     try:
         load_ops_files(init.imports)  # the run's user-defined ops, before any case arrives
-        factory = load_engine(init.engine)
+        factory = load_engine(init.engine, init.named)
         return factory, Ready(engine_name(factory), declared_conventions(factory))
     except GradcheckError as e:
         return None, InitFailed(str(e))
     except BaseException as e:  # SystemExit or anything else the engine's module raised
-        return None, InitFailed(f"--engine: importing {init.engine} raised {describe(e)}")
+        return None, InitFailed(f"{init.named}: importing it raised {describe(e)}")
 
 
 def _serve(
@@ -104,9 +104,9 @@ def _serve(
     factory: Callable[[], Any],
     phase: Phase,
 ) -> None:
-    from ..checking import EngineOutcome, diagnosis_step, engine_step
+    from ..checking import Diagnose, EngineOutcome, diagnosis_step, engine_step
     from ..engines.driver import describe, listen_to_calls
-    from .messages import Diagnose, Diagnosed, Release, RunCase
+    from .messages import Diagnosed, Release, RunCase
 
     listen_to_calls(phase.call)
     last: tuple[Any, Any] | None = None  # the case run last and its outcome, for Diagnose
@@ -133,17 +133,7 @@ def _serve(
                 if last is None:
                     raise RuntimeError("the worker holds no case to diagnose")
                 case, outcome = last
-                notes = diagnosis_step(
-                    case,
-                    message.reference,
-                    outcome,
-                    message.result,
-                    factory,
-                    message.stale,
-                    message.known,
-                    message.reverse,
-                    message.modes,
-                )
+                notes = diagnosis_step(case, outcome, factory, message)
             except BaseException as e:
                 notes = [f"diagnosis stopped: {describe(e)}"]
             _flush()

@@ -1,0 +1,155 @@
+"""A case's reference (SPEC §8), from the cache or computed: TensorFlow's, the numeric
+one, or both; and TensorFlow's one-off import, started early on a thread of its own so
+that it overlaps the loading of files and engines, and left out of case durations."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from dataclasses import replace
+
+from ..cache import ReferenceNotCached
+from ..cases.model import Case
+from ..comparison.trust import disagreements
+from ..engines import tensorflow as tensorflow_module
+from ..engines.driver import EngineFailure, EngineRun, Unsupported
+from ..engines.numeric import numeric_reference
+from ..engines.numeric_modes import numeric_hvp, numeric_jvp
+from ..engines.tensorflow import TensorFlowEngine, load_tensorflow, silenced_stderr
+from ..modes import checks, run_check, with_modes
+from .options import DEFAULT_OPTIONS, RunOptions
+
+# The numeric reference of each check (vjp: gradients, jvp: forward mode, hvp: second order).
+_NUMERIC = {"vjp": numeric_reference, "jvp": numeric_jvp, "hvp": numeric_hvp}
+
+
+def reference_run(case: Case, options: RunOptions = DEFAULT_OPTIONS) -> EngineRun:
+    """The case's reference (SPEC §8), from `options.cache` if it has it: TensorFlow's, the
+    numeric one (`engines.numeric`), or for `both` TensorFlow's with `doubts` where the
+    finite differences disagree with it; with the forward-mode and second-order runs
+    the case asks for (`EngineRun.jvp`, `EngineRun.hvp`)."""
+    runs = {check: _reference(case, options, check) for check in checks(case, options)}
+    return with_modes(runs.pop("vjp", None), runs)
+
+
+def _reference(case: Case, options: RunOptions, check: str) -> EngineRun:
+    kind = case.reference or options.reference
+    if kind == "numeric":
+        return _cached(case, options, "numeric", check)
+    reference = _cached(case, options, "tensorflow", check)
+    if kind == "both":
+        numeric = _cached(case, options, "numeric", check)
+        reference = replace(reference, doubts=disagreements(case, reference, numeric, check))
+    return reference
+
+
+def _cached(case: Case, options: RunOptions, kind: str, check: str) -> EngineRun:
+    cache = options.cache
+    cached = cache.get(case, kind, check) if cache is not None else None
+    if cached is not None:
+        return cached
+    if options.require_cache:
+        raise ReferenceNotCached(
+            cache.not_cached_message(case, kind) if cache else "--require-cache needs a cache"
+        )
+    reference = computed_reference(case, kind, check)
+    if cache is not None:
+        cache.put(case, reference, kind, check)
+    return reference
+
+
+def computed_reference(case: Case, kind: str, check: str = "vjp") -> EngineRun:
+    """The `kind` reference of `case` ("tensorflow" or "numeric") for `check`, computed,
+    no cache."""
+    return _NUMERIC[check](case) if kind == "numeric" else _tensorflow_reference(case, check)
+
+
+def _tensorflow_reference(case: Case, check: str = "vjp") -> EngineRun:
+    unbuilt = [n.op for n in case.expression.op_nodes if n.op and n.op.tf is None]
+    if unbuilt:
+        raise EngineFailure(
+            f"op {unbuilt[0].name} ({unbuilt[0].origin}) declares no TensorFlow builder (tf=), "
+            "so only finite differences can judge it: set `reference: numeric` on the case "
+            "or run with --reference numeric"
+        )
+    try:
+        # Forward mode records on no tape; second order on two, nested.
+        engine = TensorFlowEngine(order={"vjp": 1, "jvp": 0, "hvp": 2}[check])
+    except ImportError as e:
+        message = (
+            f"TensorFlow is not installed ({e}) and the reference is not cached; install "
+            "gradcheck[tensorflow], or use --reference numeric"
+        )
+        raise EngineFailure(message) from None
+    try:
+        # TensorFlow's C++ side logs to fd 2 on first use of some kernels (oneDNN, CUDA).
+        with silenced_stderr():
+            return run_check(engine, case, check)
+    except Unsupported as e:  # a NotImplementedError inside TensorFlow
+        raise EngineFailure(str(e)) from e
+
+
+class CaseReference:
+    """A case's reference, computed at once."""
+
+    def __init__(self, case: Case, options: RunOptions) -> None:
+        try:
+            self.value, self.error = reference_run(case, options), None
+        except EngineFailure as e:
+            self.value, self.error = None, e
+
+    def get(self) -> EngineRun:
+        if self.error is not None:
+            raise self.error
+        assert self.value is not None
+        return self.value
+
+
+def overlap(span: tuple[float, float] | None, started: float, ended: float) -> float:
+    """How long `span` (TensorFlow's import) lasted between `started` and `ended`."""
+    return 0.0 if span is None else max(0.0, min(span[1], ended) - max(span[0], started))
+
+
+# -- TensorFlow's import -------------------------------------------------------------
+
+_import: threading.Thread | None = None  # the one background import of this process
+
+
+def prefetch_tensorflow() -> None:
+    """Start importing TensorFlow on a thread of its own, if it is installed and not yet
+    imported; a reference that needs it then waits for it (`load_tensorflow`'s lock)."""
+    global _import
+    if _import is None and tensorflow_module.installed_version() is not None:
+        _import = threading.Thread(target=_import_quietly, name="gradcheck-import", daemon=True)
+        _import.start()
+
+
+def starting_tensorflow() -> bool:
+    """Whether TensorFlow's one-off import is under way (the progress bar says so)."""
+    return (_import is not None and _import.is_alive()) or tensorflow_module.importing()
+
+
+def _import_quietly() -> None:
+    with contextlib.suppress(Exception):  # a broken install is reported by the case needing it
+        load_tensorflow()
+
+
+def wait_for_import() -> None:
+    """Wait for the background import: nothing of TensorFlow's runs once `run` returns."""
+    if _import is not None:
+        _import.join()
+
+
+def needs_tensorflow(options: RunOptions) -> bool:
+    """Whether a run is sure to need TensorFlow: its reference is TensorFlow's (or both),
+    and there is no cache to read it from, or nothing in it yet. (A case that sets its own
+    `reference:` imports TensorFlow when it needs it.)"""
+    cache = options.cache
+    if options.require_cache or options.reference == "numeric":
+        return False
+    if cache is None:
+        return True
+    try:
+        return not any(cache.folder().iterdir())
+    except OSError:
+        return True
