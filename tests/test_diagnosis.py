@@ -19,6 +19,7 @@ import gradcheck.diagnosis as diagnosis
 from gradcheck.cases import Case, load_file
 from gradcheck.diagnosis import fingerprints, patterns, rank
 from gradcheck.diagnosis.faults import FAULTS, FaultyEngine
+from gradcheck.engines.adapters import load_engine
 from gradcheck.engines.builtin import BuiltinEngine
 from gradcheck.ops.broadcast import fmt_shape
 from gradcheck.results import CaseResult, Hint
@@ -243,6 +244,22 @@ def test_swapped_gradients_names_the_other_input(tmp_path):
     assert hint.confidence == "exact"
     assert "reference gradient of y" in hint.message
     assert "reference gradient of x" in find(input_hints(result, "y"), "swapped-gradients").message
+
+
+def test_a_rule_using_the_wrong_argument_is_no_order_swap(tmp_path):
+    """mul's VJP for b written `g * b`: y's gradient is x's reference, but x's is right.
+    An order swap would show both ways; this names the op's rule first, the swap only as
+    likely. (A real engine: the README's tiny engine with that one rule changed.)"""
+    tiny = (Path(__file__).parent.parent / "examples" / "tiny_engine.py").read_text()
+    right = "(b, lambda g: g * a.value)"
+    assert right in tiny
+    engine = tmp_path / "wrong_arg.py"
+    engine.write_text(tiny.replace(right, "(b, lambda g: g * b.value)"))
+    result = check(make_case(tmp_path, "x * y", XY), load_engine(str(engine)))
+    assert result.hints[0].code == "op-vjp" and result.hints[0].node == "x * y"
+    swapped = find(input_hints(result, "y"), "swapped-gradients")
+    assert swapped.confidence == "likely" and "not an order swap" in swapped.message
+    assert not any(h.code == "swapped-gradients" for h in input_hints(result, "x"))
 
 
 def one_ulp_up(gs):

@@ -170,6 +170,7 @@ def _patterns(evidence: Evidence, name: str) -> list[Hint]:
         others,
         frozenset(_reduced_sizes(case)),
         cause,
+        others_got={n: g for n, g in engine.grads.items() if n != name},
     )
     return sorted((h for analysis in ANALYSES for h in analysis(subject)), key=rank)
 

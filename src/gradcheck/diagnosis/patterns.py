@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -38,6 +38,9 @@ class Subject:
     # what the arrays are, as the messages name them: "x's gradient" unless given
     # ("the JVP along x", in forward mode)
     label: str | None = None
+    # the other inputs' gradients as the engine computed them, where they are known: an
+    # order swap shows in both directions, a rule using the wrong argument in one
+    others_got: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def what(self) -> str:
@@ -49,12 +52,11 @@ class Subject:
         self.want = np.asarray(self.want, np.float64)
         self.got = np.asarray(self.got, np.float64)
         self.others = {n: np.asarray(g, np.float64) for n, g in self.others.items()}
+        self.others_got = {n: np.asarray(g, np.float64) for n, g in self.others_got.items()}
 
     def close(self, candidate: np.ndarray) -> bool:
         """Does `candidate` reproduce the engine's numbers?"""
-        if candidate.shape != self.got.shape:
-            return False
-        return bool(close_mask(candidate, self.got, self.tolerance).all())
+        return _same(candidate, self.got, self.tolerance)
 
 
 Analysis = Callable[[Subject], Iterator[Hint]]
@@ -289,7 +291,10 @@ def _transpose_hints(s: Subject) -> Iterator[Hint]:
 
 def _swapped_hint(s: Subject) -> Iterator[Hint]:
     for other, grad in s.others.items():
-        if grad.shape == s.got.shape and s.close(grad) and not s.close(s.want):
+        if not (grad.shape == s.got.shape and s.close(grad) and not s.close(s.want)):
+            continue
+        theirs = s.others_got.get(other)
+        if theirs is None or _same(theirs, s.want, s.tolerance):
             yield Hint(
                 "swapped-gradients",
                 f"{s.what} equals the reference gradient of {other}",
@@ -298,6 +303,20 @@ def _swapped_hint(s: Subject) -> Iterator[Hint]:
                 "in wrt's order (`[grads[n] for n in wrt]`)",
                 "exact",
             )
+        else:  # the engine's gradient of `other` is not ours: no order swap
+            yield Hint(
+                "swapped-gradients",
+                f"{s.what} equals the reference gradient of {other}, but {other}'s is not "
+                f"{s.name}'s: not an order swap, {s.name}'s gradient is computed as "
+                f"{other}'s is",
+                f"a rule computes {s.name}'s gradient from the wrong argument (the nodes "
+                "checked alone name the op; `gradcheck ops --rules` lists each op's rule)",
+                "likely",
+            )
+
+
+def _same(a: np.ndarray, b: np.ndarray, tolerance: Tolerance) -> bool:
+    return a.shape == b.shape and bool(close_mask(a, b, tolerance).all())
 
 
 ANALYSES: tuple[Analysis, ...] = (shape_hints, value_hints)
