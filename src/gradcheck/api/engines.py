@@ -36,10 +36,8 @@ def factory_of(engine: Any, settings: Settings) -> Callable[[], Any]:
     return engine
 
 
-def checked_engine(engine: EngineSpec) -> str | Callable[[], Any]:
-    """A spec as it is (the runner loads it where the engine runs), or a checked factory."""
-    if isinstance(engine, str):
-        return engine
+def checked_engine(engine: type | Callable[[], Any]) -> Callable[[], Any]:
+    """An engine object, checked: a class with the protocol's methods, or a factory."""
     from ..engines.protocol import missing_methods
 
     if inspect.isclass(engine):

@@ -106,7 +106,8 @@ def fuzz(
 ) -> None:
     """Generate cases over the engine's ops; shrink each bug found.
 
-    Each bug found is shrunk to a small case file.
+    Each bug becomes a small case file that `gradcheck run` reproduces, printed, or
+    written with --out.
     """
     import secrets
 

@@ -21,7 +21,6 @@ from ..checking import (
 )
 from ..config import engine_named
 from ..diagnosis.conventions import follow_conventions
-from ..engines import tensorflow as tensorflow_module
 from ..engines.adapters import engine_spec, load_engine
 from ..engines.driver import EngineFailure, EngineRun
 from ..engines.protocol import EngineFactory
@@ -32,7 +31,7 @@ from ..results import CaseResult, Hint
 from ..workers.engines import InProcess, Isolated, Ticket
 from ..workers.pool import WorkerLost, worker_init
 from .options import DEFAULT_OPTIONS, RunOptions
-from .references import CaseReference, overlap, reference_run
+from .references import CaseReference, import_within, reference_run
 
 
 class Checker:
@@ -159,8 +158,7 @@ class Checker:
         whose start competes with the import), as the run's duration leaves it out."""
         self.engines.release(ticket)
         ended = time.perf_counter()
-        startup = overlap(tensorflow_module.import_span, started, ended)
-        result.duration_s = ended - started - startup
+        result.duration_s = ended - started - import_within(started, ended)
         return result
 
 

@@ -105,6 +105,11 @@ class CaseReference:
         return self.value
 
 
+def import_within(started: float, ended: float) -> float:
+    """How long TensorFlow's import (in this process) lasted between `started` and `ended`."""
+    return overlap(tensorflow_module.import_span, started, ended)
+
+
 def overlap(span: tuple[float, float] | None, started: float, ended: float) -> float:
     """How long `span` (TensorFlow's import) lasted between `started` and `ended`."""
     return 0.0 if span is None else max(0.0, min(span[1], ended) - max(span[0], started))
