@@ -13,6 +13,7 @@ the values SPEC §3 states), and the shape rules' errors. Everything runs in flo
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import zlib
@@ -24,7 +25,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from gradcheck.ops import Op, ShapeError, all_ops, get_op, unbroadcast
+from gradcheck.ops import Op, ShapeError, all_ops, broadcast_shapes, get_op, unbroadcast
 
 Shape = tuple[int, ...]
 Gen = Callable[[np.random.Generator, Sequence[Shape]], list[np.ndarray]]
@@ -542,6 +543,54 @@ def test_shape_rule_errors(
     op = get_op(name)
     with pytest.raises(ShapeError, match=re.escape(message)):
         op_shape(op, shapes, op.resolve_attrs(attrs))
+
+
+# The shape rules of broadcasting and of basic indexing are worked out without NumPy
+# (checking a case's shapes imports none); NumPy is their oracle, on every combination
+# of these items up to three long, including the ones NumPy refuses. (A bool is NumPy's
+# mask, not basic indexing: refused, below.)
+INDEX_ITEMS = [
+    None, Ellipsis, 0, 1, -1, 2, -3, 5, 1.0, slice(None), slice(1, None),
+    slice(None, None, -1), slice(-2, 1, -1), slice(0, 10, 3), slice(5, 1), slice(None, None, 0),
+]  # fmt: skip
+ORACLE_SHAPES = [(), (3,), (3, 4), (2, 1, 5), (0, 3)]
+
+
+def _numpy_or_refused(compute: Callable[[], Any]) -> Any:
+    try:
+        return compute()
+    except (IndexError, ValueError, TypeError):
+        return "refused"
+
+
+@pytest.mark.parametrize("shape", ORACLE_SHAPES, ids=_fmt_shape)
+def test_getitem_shape_is_numpy_s(shape: Shape) -> None:
+    getitem = get_op("getitem")
+    for k in range(4):
+        for index in itertools.product(INDEX_ITEMS, repeat=k):
+            want = _numpy_or_refused(lambda: np.empty(shape)[index].shape)  # noqa: B023
+            try:
+                got = getitem.shape(shape, index=index)
+            except ShapeError:
+                got = "refused"
+            assert got == want, f"x{list(shape)}[{index}]"
+    if shape:
+        with pytest.raises(ShapeError, match=re.escape("only integers, slices, None and ...")):
+            getitem.shape(shape, index=(True,))
+
+
+def test_broadcast_shapes_are_numpy_s() -> None:
+    sizes = [(), (1,), (3,), (2, 1), (1, 3), (2, 3), (4, 1, 1), (0,), (0, 1), (2, 0)]
+    for shapes in itertools.product(sizes, repeat=2):
+        want = _numpy_or_refused(lambda: np.broadcast_shapes(*shapes))  # noqa: B023
+        try:
+            got = broadcast_shapes(*shapes)
+        except ShapeError:
+            got = "refused"
+        assert got == want, shapes
+    assert broadcast_shapes((2, 1), (1, 3), (4, 1, 1)) == np.broadcast_shapes(
+        (2, 1), (1, 3), (4, 1, 1)
+    )
 
 
 @pytest.mark.parametrize(

@@ -11,10 +11,10 @@ import keyword
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import yaml
 
 from ..defaults import CASE_ELEMENTS
@@ -22,8 +22,8 @@ from ..errors import CaseFileError, CaseProblems
 from ..expression import Expression, ExpressionError, parse
 from ..ops import has_op
 from ..ops.broadcast import fmt_shape
-from .inputs import RandomSpec, cotangent_spec, stable_seed
-from .model import DEFAULT_TOLERANCES, Case, InvalidCase, Tolerance, numpy_dtype
+from .inputs import Given, RandomSpec, Source, cotangent_spec, stable_seed
+from .model import DEFAULT_TOLERANCES, Case, InvalidCase, Tolerance
 from .reading import Map, Seq, check_read, line_of
 from .values import (
     FAILED,
@@ -131,7 +131,7 @@ class CaseReader:
             tolerance=Tolerance(_get(settings, "rtol", rtol), _get(settings, "atol", atol)),
             tolerance_given="rtol" in settings or "atol" in settings,
             seed=seed,
-            expect=expect,
+            expect_sources=expect,
             tags=_get(settings, "tags", []),
             reference=_get(settings, "reference", None),
             modes=_get(settings, "modes", None),
@@ -155,9 +155,7 @@ class CaseReader:
         self.first_lines[name] = line
         return name
 
-    def _inputs(
-        self, raw: Map, seed: int, dtype: str, problems: Problems
-    ) -> dict[str, np.ndarray | RandomSpec]:
+    def _inputs(self, raw: Map, seed: int, dtype: str, problems: Problems) -> dict[str, Source]:
         """Each input checked (its problems kept in `problems`); FAILED if one has any."""
         if "inputs" not in raw:
             return problems.check(_raise, CaseFileError("the case has no `inputs:`", raw.line))
@@ -168,13 +166,12 @@ class CaseReader:
         values = {name: problems.check(self._input, inputs, name, seed, dtype) for name in inputs}
         return FAILED if any(v is FAILED for v in values.values()) else values
 
-    def _input(self, inputs: Map, name: Any, seed: int, dtype: str) -> np.ndarray | RandomSpec:
+    def _input(self, inputs: Map, name: Any, seed: int, dtype: str) -> Source:
         _check_input_name(name, inputs.key_lines[name])
         value, line = inputs.at(name)
         if isinstance(value, Map):
             return self._random(name, value, seed, dtype)
-        array = parse_array(value, line, f"input {name!r}", self.max_elements)
-        return array.astype(numpy_dtype(dtype))
+        return replace(parse_array(value, line, f"input {name!r}", self.max_elements), dtype=dtype)
 
     def _random(self, name: str, spec: Map, seed: int, dtype: str) -> RandomSpec:
         """Input `name`'s checked spec, refused by shape alone when too big."""
@@ -202,7 +199,7 @@ class CaseReader:
         except ValueError as e:
             raise CaseFileError(f"{what}: {e}", spec.line) from None
 
-    def _expression(self, raw: Map, inputs: Mapping[str, np.ndarray | RandomSpec]) -> Expression:
+    def _expression(self, raw: Map, inputs: Mapping[str, Source]) -> Expression:
         """The parsed expression; its errors and oversized nodes at their file lines."""
         source, line = _expr_source(raw)
         node = raw.nodes["expr"]
@@ -319,26 +316,24 @@ def _wrt(raw: Map, expression: Expression, inputs: Mapping[str, Any]) -> list[st
     return list(wrt)
 
 
-def _output_cotangent(
-    settings: Settings, expression: Expression, seed: int, dtype: str
-) -> np.ndarray | RandomSpec:
+def _output_cotangent(settings: Settings, expression: Expression, seed: int, dtype: str) -> Source:
     """The cotangent setting made an array (or a random one's spec) of the output's shape."""
     cotangent, line = settings.get("cotangent", ("ones", 0))
     shape = expression.output.shape
-    if isinstance(cotangent, np.ndarray):
+    if isinstance(cotangent, Given):
         if cotangent.shape != shape:
             raise CaseFileError(
                 f"cotangent has shape {fmt_shape(cotangent.shape)} but the output "
                 f"{expression.output.text} has shape {fmt_shape(shape)}",
                 line,
             )
-        return cotangent.astype(numpy_dtype(dtype))
+        return replace(cotangent, dtype=dtype)
     if cotangent == "random":
         return cotangent_spec(seed, shape, dtype)
-    return np.ones(shape, dtype=numpy_dtype(dtype))
+    return Given(shape, 1.0, dtype)
 
 
-def _expect(raw: Map, expression: Expression, wrt: list[str], limit: int) -> dict[str, np.ndarray]:
+def _expect(raw: Map, expression: Expression, wrt: list[str], limit: int) -> dict[str, Given]:
     """Pinned reference gradients, as float64, each of its wrt node's shape."""
     if "expect" not in raw:
         return {}

@@ -1,4 +1,6 @@
-"""Random inputs, reproducible bit for bit from (seed, input name) on any machine.
+"""A case's arrays, kept as specs and drawn when the case first needs them: random
+inputs, reproducible bit for bit from (seed, input name) on any machine, and the arrays
+a case gives (`Given`). Reading a case builds no array.
 
 Every input draws from its own stream, a PCG64 generator seeded with
 ``SeedSequence([seed, stable_seed(name)])``: adding, removing or reordering inputs
@@ -25,10 +27,9 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeAlias, TypeVar
 
-import numpy as np
-
+from ..lazy_numpy import np
 from .model import numpy_dtype
 
 INITS = ("normal", "uniform", "positive", "integers")
@@ -90,16 +91,43 @@ class RandomSpec:
         return values.astype(numpy_dtype(self.dtype), copy=False)
 
 
-def draw_all(values: Mapping[K, np.ndarray | RandomSpec]) -> dict[K, np.ndarray]:
-    """`values` with every `RandomSpec` drawn. A large case's arrays are drawn on threads
+@dataclass(frozen=True)
+class Given:
+    """An array the case gives: a literal's numbers (flat, in C order), an array passed
+    to `load_case`, or one number for every element (the default cotangent of ones).
+    Drawn, as a `RandomSpec` is, as an array of the case's dtype."""
+
+    shape: tuple[int, ...]
+    values: tuple[float, ...] | float | np.ndarray
+    dtype: str = "float64"
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def draw(self) -> np.ndarray:
+        dtype = numpy_dtype(self.dtype)
+        if isinstance(self.values, float):
+            return np.full(self.shape, self.values, dtype)
+        return np.asarray(self.values, np.float64).reshape(self.shape).astype(dtype)
+
+
+# An array, or a spec it is drawn from. A string, so that NumPy is not looked up for it.
+Source: TypeAlias = "np.ndarray | RandomSpec | Given"
+
+
+def draw_all(values: Mapping[K, Source]) -> dict[K, np.ndarray]:
+    """`values` with every spec drawn. A large case's random arrays are drawn on threads
     (NumPy's generators let go of the GIL while they fill an array); each comes from its
     own stream, so the numbers are the same as when drawn one after another."""
-    specs = {key: v for key, v in values.items() if isinstance(v, RandomSpec)}
+    specs = {key: v for key, v in values.items() if isinstance(v, (RandomSpec, Given))}
     if len(specs) > 1 and sum(spec.size for spec in specs.values()) >= PARALLEL_DRAW_ELEMENTS:
         from concurrent.futures import ThreadPoolExecutor  # and logging: not for small cases
 
         with ThreadPoolExecutor(min(len(specs), os.cpu_count() or 1)) as pool:
-            drawn = dict(zip(specs, pool.map(RandomSpec.draw, specs.values()), strict=True))
+            drawn = dict(
+                zip(specs, pool.map(lambda spec: spec.draw(), specs.values()), strict=True)
+            )
     else:
         drawn = {key: spec.draw() for key, spec in specs.items()}
     return {key: drawn.get(key, v) for key, v in values.items()}

@@ -43,11 +43,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import yaml
 
 from ..defaults import MAX_ELEMENTS, RUN_ELEMENTS
 from ..errors import CaseFileError, CaseProblems, UsageError
+from ..lazy_numpy import np
 from .case_reader import CASE_KEYS, INTERNAL, CaseReader, case_elements, invalid_case
 from .model import Case, InvalidCase
 from .reading import Map, Seq, check_read, read_text, read_yaml

@@ -7,12 +7,11 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ..expression import Expression
+from ..lazy_numpy import np
 
 if TYPE_CHECKING:
-    from .inputs import RandomSpec
+    from .inputs import Given, Source
 
 # Per-dtype default tolerances, as torch.testing.assert_close uses: (rtol, atol).
 DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
@@ -68,9 +67,10 @@ _DRAWING = threading.Lock()
 class Case:
     """A valid case: its expression is parsed and shape-checked, its inputs checked.
 
-    `sources` holds each input as the case file gave it: an array, or the `RandomSpec`
-    it is drawn from; `cotangent_source` likewise. Random arrays are drawn when the case
-    first needs them (`inputs`, `cotangent`) and dropped by `release()`, so a run holds
+    `sources` holds each input as the case file gave it: the `RandomSpec` or the `Given`
+    numbers it is drawn from (or an array); `cotangent_source` and `expect_sources`
+    likewise. Arrays are drawn when the case first needs them (`inputs`, `cotangent`,
+    `expect`), so reading cases builds none, and dropped by `release()`, so a run holds
     the arrays of the cases it is running, not of every case it loaded. A case sent to
     another process carries its sources, and is drawn there: the same bits, by
     construction of the random streams (`cases.inputs`); a small case, once drawn, with
@@ -82,14 +82,14 @@ class Case:
     line: int
     expr: str
     expression: Expression
-    sources: dict[str, np.ndarray | RandomSpec]
+    sources: dict[str, Source]
     wrt: list[str]
     dtype: str
-    cotangent_source: np.ndarray | RandomSpec
+    cotangent_source: Source
     tolerance: Tolerance
     seed: int
     tolerance_given: bool = False  # set in the case file or on the command line
-    expect: dict[str, np.ndarray] = field(default_factory=dict)
+    expect_sources: dict[str, Given] = field(default_factory=dict)  # `expect:`, float64
     tags: list[str] = field(default_factory=list)
     description: str | None = None
     reference: str | None = None  # tensorflow | numeric | both; None: the run's --reference
@@ -115,6 +115,11 @@ class Case:
     @property
     def cotangent(self) -> np.ndarray:
         return self._draw()[1]
+
+    @property
+    def expect(self) -> dict[str, np.ndarray]:
+        """The gradients `expect:` pins, as float64 arrays."""
+        return {name: pinned.draw() for name, pinned in self.expect_sources.items()}
 
     @property
     def elements(self) -> int:

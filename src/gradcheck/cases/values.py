@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
 from typing import Any
-
-import numpy as np
 
 from ..errors import CaseFileError, CaseProblems
 from ..ops.broadcast import fmt_shape
+from .inputs import Given
 from .model import DTYPES, MODES, ORDERS
 from .reading import Map, Seq
 
@@ -149,7 +149,7 @@ def _timeout(value: Any, line: int) -> float:
     return seconds
 
 
-def _cotangent(value: Any, line: int) -> str | np.ndarray:
+def _cotangent(value: Any, line: int) -> str | Given:
     if isinstance(value, str):
         if value not in COTANGENTS:
             raise CaseFileError(
@@ -212,17 +212,33 @@ _SETTINGS = {
 }
 
 
-def parse_array(value: Any, line: int, what: str, limit: int) -> np.ndarray:
-    """A literal number or rectangular nested list of numbers, as float64; no larger than
-    `limit` elements, checked from its shape before the array is built."""
-    if isinstance(value, np.ndarray) and value.dtype.kind in "iuf":  # from `load_case`
+def parse_array(value: Any, line: int, what: str, limit: int) -> Given:
+    """A literal number or rectangular nested list of numbers, as float64 `Given`
+    numbers; no larger than `limit` elements, checked from its shape first."""
+    if _is_array(value) and value.dtype.kind in "iuf":  # from `load_case`
         check_shape(what, value.shape, limit, line)
-        return value.astype(np.float64)
-    check_shape(what, _literal_shape(value, line, what, ()), limit, line)
+        return Given(value.shape, value)
+    shape = _literal_shape(value, line, what, ())
+    check_shape(what, shape, limit, line)
     try:
-        return np.array(value, dtype=np.float64)
+        return Given(shape, tuple(_flat(value)))
     except OverflowError:
         raise CaseFileError(f"{what}: a number is too large for float64", line) from None
+
+
+def _is_array(value: Any) -> bool:
+    # An array comes from a caller of `load_case`, who has imported NumPy; asked of a
+    # case file's values, the question must not import it (as pytest's `approx` asks).
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(value, numpy.ndarray)
+
+
+def _flat(value: Any) -> Iterator[float]:
+    if isinstance(value, list):
+        for item in value:
+            yield from _flat(item)
+    else:
+        yield float(value)
 
 
 def _literal_shape(value: Any, line: int, what: str, index: tuple[int, ...]) -> tuple[int, ...]:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
+from ..lazy_numpy import np
 from .registry import Shape, ShapeError
 
 
@@ -14,12 +13,17 @@ def fmt_shape(shape: Sequence[int]) -> str:
 
 
 def broadcast_shapes(*shapes: Shape) -> Shape:
-    """NumPy/TensorFlow broadcasting, with an error that names both shapes."""
-    try:
-        return tuple(np.broadcast_shapes(*shapes))
-    except ValueError:
-        listed = " and ".join(fmt_shape(s) for s in shapes)
-        raise ShapeError(f"shapes {listed} do not broadcast") from None
+    """NumPy/TensorFlow broadcasting, with an error that names both shapes. Written out
+    rather than asked of NumPy: checking a case's shapes imports no NumPy (`lazy_numpy`)."""
+    rank = max(map(len, shapes), default=0)
+    out = []
+    for sizes in zip(*((1,) * (rank - len(s)) + tuple(s) for s in shapes), strict=True):
+        stretched = {n for n in sizes if n != 1}
+        if len(stretched) > 1:
+            listed = " and ".join(fmt_shape(s) for s in shapes)
+            raise ShapeError(f"shapes {listed} do not broadcast")
+        out.append(stretched.pop() if stretched else 1)
+    return tuple(out)
 
 
 def sums_back(source: Shape, target: Shape) -> bool:

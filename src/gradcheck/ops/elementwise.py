@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
+from ..lazy_numpy import np
 from .broadcast import broadcast_shapes
 from .registry import JVP, VJP, Interval, Op, Shape, register
 
@@ -127,7 +126,7 @@ WHERE = Op(
 # JVPs. Where the TensorFlow spelling of a rule is the NumPy one, it is not repeated.
 # fmt: off
 binary(
-    "add", np.add,
+    "add", lambda a, b: np.add(a, b),
     lambda g, ans, a, b: g,
     lambda g, ans, a, b: g,
     lambda tf, a, b: tf.add(a, b), "tf.add", "a + b", operator="+",
@@ -135,7 +134,7 @@ binary(
     jvps=(lambda t, ans, a, b: t, lambda t, ans, a, b: t), jvp_rules=("t", "t"),
 )
 binary(
-    "sub", np.subtract,
+    "sub", lambda a, b: np.subtract(a, b),
     lambda g, ans, a, b: g,
     lambda g, ans, a, b: -g,
     lambda tf, a, b: tf.subtract(a, b), "tf.subtract", "a - b", operator="-",
@@ -143,7 +142,7 @@ binary(
     jvps=(lambda t, ans, a, b: t, lambda t, ans, a, b: -t), jvp_rules=("t", "-t"),
 )
 binary(
-    "mul", np.multiply,
+    "mul", lambda a, b: np.multiply(a, b),
     lambda g, ans, a, b: g * b,
     lambda g, ans, a, b: g * a,
     lambda tf, a, b: tf.multiply(a, b), "tf.multiply", "a * b", operator="*",
@@ -152,7 +151,7 @@ binary(
     jvp_rules=("t * b", "a * t"),
 )
 binary(
-    "div", np.divide,
+    "div", lambda a, b: np.divide(a, b),
     lambda g, ans, a, b: g / b,
     lambda g, ans, a, b: -g * a / (b * b),
     lambda tf, a, b: tf.divide(a, b), "tf.divide", "a / b", operator="/",
@@ -161,7 +160,7 @@ binary(
     jvp_rules=("t / b", "-t * a / b**2"),
 )
 binary(
-    "pow", np.power,
+    "pow", lambda a, b: np.power(a, b),
     lambda g, ans, a, b: g * b * np.power(a, b - 1),
     lambda g, ans, a, b: g * ans * _safe_log(a),
     lambda tf, a, b: tf.pow(a, b), "tf.pow",
@@ -179,7 +178,7 @@ binary(
     ),
 )
 binary(
-    "maximum", np.maximum,
+    "maximum", lambda a, b: np.maximum(a, b),
     lambda g, ans, a, b: g * (a >= b),
     lambda g, ans, a, b: g * np.logical_not(a >= b),  # not `a < b`: with NaN, TF gives b
     lambda tf, a, b: tf.maximum(a, b), "tf.maximum",
@@ -193,7 +192,7 @@ binary(
     ),
 )
 binary(
-    "minimum", np.minimum,
+    "minimum", lambda a, b: np.minimum(a, b),
     lambda g, ans, a, b: g * (a <= b),
     lambda g, ans, a, b: g * np.logical_not(a <= b),  # not `a > b`: with NaN, TF gives b
     lambda tf, a, b: tf.minimum(a, b), "tf.minimum",
@@ -208,52 +207,54 @@ binary(
 )
 
 unary(
-    "neg", np.negative, lambda g, ans, x: -g,
+    "neg", lambda x: np.negative(x), lambda g, ans, x: -g,
     lambda tf, x: tf.negative(x), "tf.negative", "-x", operator="u-", rule="-g",
     jvp=lambda t, ans, x: -t, jvp_rule="-t",
 )
 unary(
-    "exp", np.exp, lambda g, ans, x: g * ans, lambda tf, x: tf.exp(x), "tf.exp", "e ** x",
+    "exp", lambda x: np.exp(x), lambda g, ans, x: g * ans,
+    lambda tf, x: tf.exp(x), "tf.exp", "e ** x",
     rule="g * np.exp(x)", tf_rule="g * tf.exp(x)", domain={"x": Interval(high=4)},
     jvp=lambda t, ans, x: t * ans, jvp_rule="t * np.exp(x)", tf_jvp_rule="t * tf.exp(x)",
 )
 unary(
-    "log", np.log, lambda g, ans, x: g / x,
+    "log", lambda x: np.log(x), lambda g, ans, x: g / x,
     lambda tf, x: tf.math.log(x), "tf.math.log", "natural logarithm", rule="g / x",
     domain={"x": Interval(low=0.1)},
     jvp=lambda t, ans, x: t / x, jvp_rule="t / x",
 )
 unary(
-    "sqrt", np.sqrt, lambda g, ans, x: g * 0.5 / ans,
+    "sqrt", lambda x: np.sqrt(x), lambda g, ans, x: g * 0.5 / ans,
     lambda tf, x: tf.sqrt(x), "tf.sqrt", "square root",
     rule="g * 0.5 / np.sqrt(x)", tf_rule="g * 0.5 / tf.sqrt(x)", domain={"x": Interval(low=0.1)},
     jvp=lambda t, ans, x: t * 0.5 / ans,
     jvp_rule="t * 0.5 / np.sqrt(x)", tf_jvp_rule="t * 0.5 / tf.sqrt(x)",
 )
 unary(
-    "abs", np.abs, lambda g, ans, x: g * np.sign(x),
+    "abs", lambda x: np.abs(x), lambda g, ans, x: g * np.sign(x),
     lambda tf, x: tf.abs(x), "tf.abs", "absolute value; abs'(0) = 0", kink="zero",
     rule="g * np.sign(x)", tf_rule="g * tf.sign(x)",
     jvp=lambda t, ans, x: t * np.sign(x), jvp_rule="t * np.sign(x)", tf_jvp_rule="t * tf.sign(x)",
 )
 unary(
-    "square", np.square, lambda g, ans, x: g * 2 * x,
+    "square", lambda x: np.square(x), lambda g, ans, x: g * 2 * x,
     lambda tf, x: tf.square(x), "tf.square", "x * x", rule="g * 2 * x",
     jvp=lambda t, ans, x: t * 2 * x, jvp_rule="t * 2 * x",
 )
 unary(
-    "sin", np.sin, lambda g, ans, x: g * np.cos(x), lambda tf, x: tf.sin(x), "tf.sin", "sine",
+    "sin", lambda x: np.sin(x), lambda g, ans, x: g * np.cos(x),
+    lambda tf, x: tf.sin(x), "tf.sin", "sine",
     rule="g * np.cos(x)", tf_rule="g * tf.cos(x)",
     jvp=lambda t, ans, x: t * np.cos(x), jvp_rule="t * np.cos(x)", tf_jvp_rule="t * tf.cos(x)",
 )
 unary(
-    "cos", np.cos, lambda g, ans, x: -g * np.sin(x),
+    "cos", lambda x: np.cos(x), lambda g, ans, x: -g * np.sin(x),
     lambda tf, x: tf.cos(x), "tf.cos", "cosine",
     rule="-g * np.sin(x)", tf_rule="-g * tf.sin(x)",
     jvp=lambda t, ans, x: -t * np.sin(x), jvp_rule="-t * np.sin(x)", tf_jvp_rule="-t * tf.sin(x)",
 )
 unary(
-    "tanh", np.tanh, lambda g, ans, x: g * (1 - ans * ans),
+    "tanh", lambda x: np.tanh(x), lambda g, ans, x: g * (1 - ans * ans),
     lambda tf, x: tf.tanh(x), "tf.tanh", "hyperbolic tangent",
     rule="g * (1 - np.tanh(x)**2)", tf_rule="g * (1 - tf.tanh(x)**2)",
     jvp=lambda t, ans, x: t * (1 - ans * ans),

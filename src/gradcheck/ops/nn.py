@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
-
+from ..lazy_numpy import np
 from .broadcast import normalize_axis
 from .registry import Op, Shape, register
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
+from ..lazy_numpy import np
 from .broadcast import expand_reduced, normalize_axes, reduced_shape
 from .registry import JVP, VJP, Op, Shape, ShapeError, register
 
@@ -107,7 +106,7 @@ _TF_JVP_TIES = (
 # The declarations are a table, laid out by hand: one op per block.
 # fmt: off
 reduction(
-    "sum", np.sum,
+    "sum", lambda x, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims),
     lambda g, ans, x, axis, keepdims: spread(g, x, axis, keepdims),
     "reduce_sum", "sum over axis", rule=_SPREAD, tf_rule=_TF_SPREAD,
     jvp=lambda t, ans, x, axis, keepdims: np.sum(t, axis=axis, keepdims=keepdims),
@@ -115,7 +114,7 @@ reduction(
     tf_jvp_rule="tf.reduce_sum(t, axis, keepdims=keepdims)",
 )
 reduction(
-    "mean", np.mean,
+    "mean", lambda x, axis, keepdims: np.mean(x, axis=axis, keepdims=keepdims),
     lambda g, ans, x, axis, keepdims: spread(g, x, axis, keepdims) / reduced_size(x.shape, axis),
     "reduce_mean", "mean over axis", rule=f"{_SPREAD} / n", tf_rule=f"{_TF_SPREAD} / n",
     jvp=lambda t, ans, x, axis, keepdims: np.mean(t, axis=axis, keepdims=keepdims),
@@ -123,7 +122,8 @@ reduction(
     tf_jvp_rule="tf.reduce_mean(t, axis, keepdims=keepdims)",
 )
 reduction(
-    "max", np.max, _extremum_vjp, "reduce_max",
+    "max", lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims),
+    _extremum_vjp, "reduce_max",
     "max over axis; ties share the gradient equally", kink="tie",
     rule=_TIES, tf_rule=_TF_TIES,
     jvp=lambda t, ans, x, axis, keepdims: np.sum(
@@ -132,7 +132,8 @@ reduction(
     jvp_rule=_JVP_TIES, tf_jvp_rule=_TF_JVP_TIES,
 )
 reduction(
-    "min", np.min, _extremum_vjp, "reduce_min",
+    "min", lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims),
+    _extremum_vjp, "reduce_min",
     "min over axis; ties share the gradient equally", kink="tie",
     rule=_TIES, tf_rule=_TF_TIES,
     jvp=lambda t, ans, x, axis, keepdims: np.sum(

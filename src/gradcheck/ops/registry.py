@@ -11,7 +11,10 @@ Conventions shared by every declaration:
 * ``shape(*arg_shapes, **attrs)`` returns the output shape or raises `ShapeError`
   with a message that makes sense after the node's text
   (``matmul(h, w2): inner dimensions 4 and 3 differ``). It also validates attributes.
-* ``forward(*args, **attrs)`` computes the value with NumPy.
+* ``forward(*args, **attrs)`` computes the value with NumPy: a function that calls it
+  (``lambda a, b: np.add(a, b)``), not NumPy's own ``np.add``, and the shape rules are
+  plain Python, so that declaring the ops imports no NumPy: ``gradcheck list`` and
+  ``gradcheck ops`` read the declarations and compute nothing (`lazy_numpy`).
 * ``vjps[i](g, ans, *args, **attrs)`` returns the vector-Jacobian product for
   parameter ``i``: ``g`` is the output's cotangent and ``ans`` the forward value.
   A VJP may return a gradient in the *broadcast* shape; the builtin engine sums it

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
+from ..lazy_numpy import np
 from .broadcast import broadcast_shapes, fmt_shape, normalize_axes, normalize_axis
 from .registry import Op, Shape, ShapeError, register
 
@@ -102,13 +101,38 @@ def _concat_vjp(g, ans, xs, i, axis):
 
 
 def _getitem_shape(x: Shape, index: object = ()) -> Shape:
-    # Index a zero-strided view: the shape comes out without allocating the array.
+    items = index if isinstance(index, tuple) else (index,)
     try:
-        return np.broadcast_to(np.zeros((), np.int8), x)[index].shape
-    except (IndexError, ValueError, TypeError) as e:
+        return _indexed_shape(x, items)
+    except (IndexError, TypeError, ValueError) as e:
         raise ShapeError(
-            f"index {format_index(index)} does not apply to shape {fmt_shape(x)}: {e}"
+            f"index {format_index(items)} does not apply to shape {fmt_shape(x)}: {e}"
         ) from None
+
+
+def _indexed_shape(x: Shape, items: tuple) -> Shape:
+    """The shape NumPy's basic indexing gives (integers, slices, None and one `...`),
+    worked out here: checking a case's shapes imports no NumPy."""
+    if sum(i is Ellipsis for i in items) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    indexed = sum(i is not None and i is not Ellipsis for i in items)
+    if indexed > len(x):
+        raise IndexError(f"too many indices: the array has {len(x)} axes, {indexed} were indexed")
+    at = items.index(Ellipsis) if Ellipsis in items else len(items)
+    axes = iter(enumerate(x))
+    out = []
+    for item in (*items[:at], *(slice(None),) * (len(x) - indexed), *items[at + 1 :]):
+        if item is None:
+            out.append(1)
+            continue
+        axis, size = next(axes)
+        if isinstance(item, slice):
+            out.append(len(range(*item.indices(size))))  # ValueError for a step of 0
+        elif isinstance(item, bool) or not isinstance(item, int):
+            raise IndexError("only integers, slices, None and ... are valid indices")
+        elif not -size <= item < size:
+            raise IndexError(f"index {item} is out of bounds for axis {axis} with size {size}")
+    return tuple(out)
 
 
 def _scatter(g, shape, index):
