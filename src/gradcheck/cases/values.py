@@ -217,7 +217,7 @@ def parse_array(value: Any, line: int, what: str, limit: int) -> Given:
     numbers; no larger than `limit` elements, checked from its shape first."""
     if _is_array(value) and value.dtype.kind in "iuf":  # from `load_case`
         check_shape(what, value.shape, limit, line)
-        return Given(value.shape, value)
+        return Given(value.shape, value.astype("float64"))  # a copy: the caller's may change
     shape = _literal_shape(value, line, what, ())
     check_shape(what, shape, limit, line)
     try:
