@@ -136,6 +136,7 @@ def fuzz_to_dict(run: FuzzRun, *, tool_version: str) -> dict[str, Any]:
         "version": tool_version,
         "command": "fuzz",
         "engine": run.engine,
+        "engine_origin": run.engine_origin,  # as `gradcheck run`'s report has it
         "reference": run.reference,
         "seed": run.seed,
         "ops": list(run.ops),
