@@ -162,3 +162,12 @@ def test_the_fuzz_json_report_says_where_the_engine_came_from_as_run_does(
     set_engine(project, "")
     report = fuzz_json("--ops", "mul")
     assert (report["engine"], report["engine_origin"]) == ("builtin", "default")
+
+
+def test_the_fuzz_header_says_where_the_engine_came_from_as_run_s_does(project: Path) -> None:
+    fuzzed = invoke("fuzz", "--ops", "mul", "--max-examples", "3", "--seed", "0")
+    ran = invoke("run")
+    assert fuzzed.exit_code == 0 and ran.exit_code == 0, fuzzed.output + ran.output
+    named = "engine configured (from ../pyproject.toml)"
+    assert fuzzed.stdout.startswith(f"gradcheck fuzz: {named}, reference ")
+    assert f"gradcheck: {named}, reference" in ran.stdout

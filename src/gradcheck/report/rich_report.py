@@ -20,12 +20,12 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from gradcheck.config import origin_note
 from gradcheck.report.rich_arrays import comparisons
 from gradcheck.report.rich_status import (
     INDENT,
     STATUS_STYLE,
     STATUS_WORD,
+    engine_label,
     indented,
     plain,
     problem_lines,
@@ -72,8 +72,9 @@ def render(
 
 def _render(run: RunResult, console: Console, verbose: bool, quiet: bool, problems: bool) -> None:
     if not quiet:
-        origin = f" {origin_note(run.engine_origin)}" if run.engine_origin else ""
-        header = f"gradcheck: engine {run.engine}{origin}, reference {run.reference}"
+        header = (
+            f"gradcheck: {engine_label(run.engine, run.engine_origin)}, reference {run.reference}"
+        )
         console.print(plain(header, style="dim"))
     for case in run.cases:
         if (quiet and case.passed) or (not problems and case.status == "invalid"):
