@@ -146,3 +146,28 @@ def test_the_json_report_says_where_the_engine_came_from(project: Path) -> None:
     report = run_json()
     assert (report["engine"], report["engine_origin"]) == ("builtin", "default")
     assert list(report)[:4] == ["tool", "version", "engine", "engine_origin"]
+
+
+def test_the_fuzz_json_report_says_where_the_engine_came_from_as_run_does(
+    project: Path,
+) -> None:
+    """`gradcheck fuzz --format json` has `engine_origin` beside `engine`, from the same
+    place as `gradcheck run`'s: the option, the config file, the API's keyword, default."""
+    for args, origin in ([], "../pyproject.toml"), (["-e", "../given.py"], "--engine"):
+        report = fuzz_json("--ops", "mul", *args)
+        assert report["engine_origin"] == origin == run_json(*args)["engine_origin"]
+    assert list(report)[:5] == ["tool", "version", "command", "engine", "engine_origin"]
+    assert gradcheck.fuzz(ops=["mul"], max_examples=3).engine_origin == "../pyproject.toml"
+    assert gradcheck.fuzz(BuiltinEngine, ops=["mul"], max_examples=3).engine_origin == "engine="
+    set_engine(project, "")
+    report = fuzz_json("--ops", "mul")
+    assert (report["engine"], report["engine_origin"]) == ("builtin", "default")
+
+
+def test_the_fuzz_header_says_where_the_engine_came_from_as_run_s_does(project: Path) -> None:
+    fuzzed = invoke("fuzz", "--ops", "mul", "--max-examples", "3", "--seed", "0")
+    ran = invoke("run")
+    assert fuzzed.exit_code == 0 and ran.exit_code == 0, fuzzed.output + ran.output
+    named = "engine configured (from ../pyproject.toml)"
+    assert fuzzed.stdout.startswith(f"gradcheck fuzz: {named}, reference ")
+    assert f"gradcheck: {named}, reference" in ran.stdout

@@ -176,3 +176,32 @@ def test_readme_seed_answer_is_a_real_run(monkeypatch):
     out = CliRunner().invoke(app, args, env={"COLUMNS": "80"})
     assert out.exit_code == 1, out.output
     assert_shown_in(shown, out.stdout)
+
+
+def test_the_module_map_names_every_module():
+    """docs/architecture.md's module map is how a newcomer finds where a thing lives: each
+    module of src/gradcheck is named in the row of its folder (a top-level one in a row's
+    first cell), so that a new file cannot be left out of it."""
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    rows = [
+        line.split(" | ", 1) for line in doc.splitlines() if line.startswith("| `src/gradcheck/")
+    ]
+    package = ROOT / "src" / "gradcheck"
+    unnamed = []
+    for path in sorted(package.rglob("*.py")):
+        module = path.relative_to(package)
+        if module.name == "__init__.py":
+            continue
+        if len(module.parts) == 1:
+            named = any(
+                f"`{module.name}`" in first or f"/{module.name}`" in first for first, _ in rows
+            )
+        else:
+            folder = "/".join(module.parts[:-1]) + "/"
+            named = any(
+                (f"`{folder}`" in first or f"/{folder}`" in first) and module.name in first + rest
+                for first, rest in rows
+            )
+        if not named:
+            unnamed.append(str(module))
+    assert not unnamed, f"docs/architecture.md's module map leaves out {unnamed}"

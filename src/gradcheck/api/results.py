@@ -177,7 +177,7 @@ class FoundCase(_View):
 class FuzzReport(_View):
     """A fuzz run: the found `cases` (`FoundCase`s; also by iterating the report), `passed`
     (none found), `examples` tried, `coverage` per op, and every field of the run
-    (`seed`, `ops`, `engine`, `reference`, `search` with the counts).
+    (`seed`, `ops`, `engine`, `engine_origin`, `reference`, `search` with the counts).
 
     ``str(report)`` is each found case's plain-text report and case file, then the summary.
     """

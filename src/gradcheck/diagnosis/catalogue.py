@@ -5,108 +5,28 @@ driver (`faults.FaultyEngine` switches one on); a forward-mode fault (``check="j
 replaces JVP rules or the step that broadcasts a tangent to the output's shape. Each
 entry says the bug in one sentence and the fix in one line, with the code to write;
 `seen` points at a public bug report of that class, where one is known (owner/repo#number).
+What an entry is, and the wrong rules too long for a lambda here, are in `fault_rules.py`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from operator import ge, le
 
 import numpy as np
 
 from ..ops import all_ops, get_op
-from ..ops.broadcast import expand_reduced
 from ..ops.reductions import spread
-from ..ops.registry import JVP, VJP
-
-Reduce = Callable[[np.ndarray, tuple[int, ...]], np.ndarray]
-
-
-@dataclass(frozen=True)
-class Fault:
-    name: str  # "<op>.<variant>", or "broadcast.*" / "backprop.*" for the shared steps
-    summary: str  # the bug, in one sentence
-    fix: str  # what to change, in one line, with the code to write
-    vjps: Mapping[tuple[str, int], VJP] = field(default_factory=dict)  # (op, arg) -> rule
-    reduce: Reduce | None = None  # replaces unbroadcast ...
-    reduce_ops: frozenset[str] = frozenset()  # ... for these ops
-    driver: str | None = None  # a backward-driver variant, see FaultyEngine.backward
-    seen: str = ""  # a public report of this bug class
-    check: str = "vjp"  # what the fault breaks: the VJPs, or the JVPs (forward mode)
-    jvps: Mapping[tuple[str, int], JVP] = field(default_factory=dict)  # (op, arg) -> rule
-    unbroadcast_tangent: frozenset[str] = frozenset()  # ops whose tangent stays as it is
-
-    @property
-    def ops(self) -> frozenset[str]:
-        """The ops whose presence in an expression makes this fault worth trying."""
-        return (
-            frozenset(op for op, _ in [*self.vjps, *self.jvps])
-            | self.reduce_ops
-            | self.unbroadcast_tangent
-        )
-
-    @property
-    def code(self) -> str:
-        return f"fault:{self.name}"
-
-
-def _full_t(x: np.ndarray) -> np.ndarray:
-    return np.transpose(x)
-
-
-def _leading_only(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    lead = g.ndim - len(shape)
-    return g.sum(axis=tuple(range(lead))) if lead > 0 else g
-
-
-def _leading_kept(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """Sums what unbroadcast sums, but with keepdims=True on the leading axes too."""
-    lead = g.ndim - len(shape)
-    padded = (1,) * lead + tuple(shape)
-    axes = tuple(i for i, d in enumerate(padded) if d == 1 and g.shape[i] != 1)
-    return g.sum(axis=axes, keepdims=True) if axes else g
-
-
-def _no_reduce(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    return g
-
-
-def _all_ties(g, ans, x, axis, keepdims):
-    return spread(g, x, axis, keepdims) * (x == expand_reduced(ans, x.shape, axis, keepdims))
-
-
-def _ties_without_g(g, ans, x, axis, keepdims):
-    winners = x == expand_reduced(ans, x.shape, axis, keepdims)
-    return (
-        spread(np.ones_like(g), x, axis, keepdims)
-        * winners
-        / winners.sum(axis=tuple(axis) if isinstance(axis, list) else axis, keepdims=True)
-    )
-
-
-def _mask(wins: Callable, first: bool):
-    """maximum/minimum's mask for a (first) or b, without g: the cotangent is dropped."""
-    if first:
-        return lambda g, ans, a, b: np.broadcast_to(wins(a, b), g.shape).astype(g.dtype)
-    return lambda g, ans, a, b: np.broadcast_to(~wins(a, b), g.shape).astype(g.dtype)
-
-
-def _concat_first_axis(g, ans, xs, i, axis):
-    offsets = np.cumsum([x.shape[axis] for x in xs])[:-1]
-    return np.split(g, offsets, axis=0)[i]
-
-
-def _ge(a, b):
-    return a >= b
-
-
-def _vjp_as_jvp(vjp: VJP) -> JVP:
-    return lambda t, ans, *args, **attrs: vjp(t, ans, *args, **attrs)
-
-
-def _le(a, b):
-    return a <= b
-
+from .fault_rules import (
+    Fault,
+    all_ties,
+    concat_first_axis,
+    leading_kept,
+    leading_only,
+    mask_without_g,
+    no_reduce,
+    ties_without_g,
+    vjp_as_jvp,
+)
 
 BINARY_ELEMENTWISE = frozenset({"add", "sub", "mul", "div", "pow", "maximum", "minimum"})
 # The ops whose VJPs give the broadcast shape for the shared unbroadcast to sum back.
@@ -122,8 +42,8 @@ CATALOGUE: tuple[Fault, ...] = (
         "swap only the last two axes: `tf.linalg.matrix_transpose(b)`, or "
         "`tf.matmul(g, b, transpose_b=True)`",
         vjps={
-            ("matmul", 0): lambda g, ans, a, b: g @ _full_t(b),
-            ("matmul", 1): lambda g, ans, a, b: _full_t(a) @ g,
+            ("matmul", 0): lambda g, ans, a, b: g @ np.transpose(b),
+            ("matmul", 1): lambda g, ans, a, b: np.transpose(a) @ g,
         },
         seen="the question gradcheck grew from (cases/seed.yaml, examples/seed_engine.py)",
     ),
@@ -132,7 +52,7 @@ CATALOGUE: tuple[Fault, ...] = (
         "matmul's gradient for an operand whose batch axes were broadcast is not summed "
         "back over those axes",
         f"sum the gradient over the broadcast batch axes: {UNBROADCAST}",
-        reduce=_no_reduce,
+        reduce=no_reduce,
         reduce_ops=frozenset({"matmul"}),
         seen="flashlight/flashlight#760",
     ),
@@ -153,7 +73,7 @@ CATALOGUE: tuple[Fault, ...] = (
         "gradients of broadcasting ops are not summed back to the argument's shape",
         f"unbroadcast: sum over the extra leading axes and, keeping them, over the axes "
         f"where the argument had size 1: {UNBROADCAST}",
-        reduce=_no_reduce,
+        reduce=no_reduce,
         reduce_ops=BROADCASTING,
         seen="deeplearning4j/nd4j#2424",
     ),
@@ -163,7 +83,7 @@ CATALOGUE: tuple[Fault, ...] = (
         "argument had size 1",
         "also sum over every axis where the argument had size 1: "
         "`g.sum(axis=ones, keepdims=True)`",
-        reduce=_leading_only,
+        reduce=leading_only,
         reduce_ops=BROADCASTING | {"matmul"},
         seen="the question gradcheck grew from (cases/seed.yaml, examples/seed_engine.py)",
     ),
@@ -173,7 +93,7 @@ CATALOGUE: tuple[Fault, ...] = (
         "extra leading axes stay, as size 1, in the gradient's shape",
         "sum the extra leading axes without keepdims: "
         "`g.sum(axis=tuple(range(g.ndim - a.ndim)))`, keepdims only for size-1 axes",
-        reduce=_leading_kept,
+        reduce=leading_kept,
         reduce_ops=BROADCASTING | {"matmul"},
         seen="deeplearning4j/nd4j#2424",
     ),
@@ -237,8 +157,8 @@ CATALOGUE: tuple[Fault, ...] = (
         "never multiplied in",
         "multiply the mask by g: `g * (a >= b)` for a (`g * (a <= b)` for minimum)",
         vjps={
-            ("maximum", 0): _mask(_ge, True), ("maximum", 1): _mask(_ge, False),
-            ("minimum", 0): _mask(_le, True), ("minimum", 1): _mask(_le, False),
+            ("maximum", 0): mask_without_g(ge, True), ("maximum", 1): mask_without_g(ge, False),
+            ("minimum", 0): mask_without_g(le, True), ("minimum", 1): mask_without_g(le, False),
         },
         seen="apache/singa#510",
     ),
@@ -336,7 +256,7 @@ CATALOGUE: tuple[Fault, ...] = (
         "max/min's VJP gives the whole gradient to every element that ties for the extremum; "
         "TensorFlow splits it equally among them",
         "divide the gradient by the number of tied elements: `m / m.sum(axis, keepdims=True)`",
-        vjps={("max", 0): _all_ties, ("min", 0): _all_ties},
+        vjps={("max", 0): all_ties, ("min", 0): all_ties},
         seen="apache/mxnet#18563",
     ),
     Fault(
@@ -345,7 +265,7 @@ CATALOGUE: tuple[Fault, ...] = (
         "is never multiplied in",
         "multiply by g with the reduced axes restored: `g.reshape(kept_shape) * m / "
         "m.sum(axis, keepdims=True)`",
-        vjps={("max", 0): _ties_without_g, ("min", 0): _ties_without_g},
+        vjps={("max", 0): ties_without_g, ("min", 0): ties_without_g},
         seen="apache/singa#510",
     ),
     Fault(
@@ -408,7 +328,7 @@ CATALOGUE: tuple[Fault, ...] = (
         "concat.first-axis",
         "concat's VJP splits the gradient along axis 0 whatever axis the values were joined on",
         "split along the concat axis: `np.split(g, offsets, axis)[i]`",
-        vjps={("concat", 0): _concat_first_axis},
+        vjps={("concat", 0): concat_first_axis},
         seen="improbable-research/keanu#279",
     ),
     Fault(
@@ -446,7 +366,7 @@ CATALOGUE: tuple[Fault, ...] = (
         check="jvp",
         seen="pytorch/pytorch#198017",
         jvps={
-            (op.name, i): _vjp_as_jvp(vjp)
+            (op.name, i): vjp_as_jvp(vjp)
             for op in all_ops()
             if op.origin is None
             for i, vjp in enumerate(op.vjps)

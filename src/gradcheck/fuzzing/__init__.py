@@ -64,6 +64,7 @@ class FuzzRun:
     ops: tuple[str, ...]
     search: SearchResult
     bugs: list[FoundBug]
+    engine_origin: str | None = None  # where the engine was set, as `RunResult.engine_origin`
 
     @property
     def exit_code(self) -> int:
@@ -142,6 +143,7 @@ def fuzz_engine(
         ops=space.ops,
         search=found,
         bugs=bugs,
+        engine_origin=options.engine_origin,
     )
 
 

@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..report import render_case, to_dict
+from ..report.rich_status import engine_label
 from ..report.text import written_whole
 from ..results import RunResult
 from . import FuzzRun, Progress
@@ -40,7 +41,8 @@ def _render_fuzz(run: FuzzRun, console: Console, quiet: bool) -> None:
         ops = ", ".join(run.ops)
         console.print(
             Text(
-                f"gradcheck fuzz: engine {run.engine}, reference {run.reference}, "
+                f"gradcheck fuzz: {engine_label(run.engine, run.engine_origin)}, "
+                f"reference {run.reference}, "
                 f"seed {run.seed}, ops {ops}",
                 style="dim",
             )
@@ -136,6 +138,7 @@ def fuzz_to_dict(run: FuzzRun, *, tool_version: str) -> dict[str, Any]:
         "version": tool_version,
         "command": "fuzz",
         "engine": run.engine,
+        "engine_origin": run.engine_origin,  # as `gradcheck run`'s report has it
         "reference": run.reference,
         "seed": run.seed,
         "ops": list(run.ops),

@@ -6,6 +6,9 @@ string, so `[red]` in a case name is printed as written instead of being parsed 
 markup, and its control characters are shown as escapes (`report.text`). Colour is left
 to rich, which drops it for `NO_COLOR` and for output that is not a terminal; there,
 no line of the report can start a GitHub Actions workflow command.
+
+A case's status line and a case-file problem's line are `rich_status.py`'s; this module
+puts the run together and lays out a failing case's body under its status line.
 """
 
 from __future__ import annotations
@@ -14,12 +17,20 @@ import io
 from collections.abc import Iterator
 
 from rich.console import Console, Group, RenderableType
-from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from gradcheck.config import origin_note
 from gradcheck.report.rich_arrays import comparisons
+from gradcheck.report.rich_status import (
+    INDENT,
+    STATUS_STYLE,
+    STATUS_WORD,
+    engine_label,
+    indented,
+    plain,
+    problem_lines,
+    status_line,
+)
 from gradcheck.report.rich_summary import citation, run_summary, summary_notes
 from gradcheck.report.text import (
     expr_lines,
@@ -31,22 +42,6 @@ from gradcheck.report.text import (
 )
 from gradcheck.results import CaseResult, Hint, RunResult
 
-STATUS_WORD = {
-    "passed": "PASSED",
-    "failed": "FAILED",
-    "error": "ERROR",
-    "skipped": "SKIPPED",
-    "invalid": "INVALID",
-    "not run": "NOT RUN",
-}
-STATUS_STYLE = {
-    "passed": "green",
-    "failed": "bold red",
-    "error": "bold red",
-    "skipped": "yellow",
-    "invalid": "bold magenta",
-    "not run": "dim",
-}
 CONFIDENCE_STYLE = {"exact": "bold green", "likely": "yellow", "possible": "dim"}
 
 # The last lines of an engine traceback name the call that failed; `-v` and the JSON
@@ -54,7 +49,6 @@ CONFIDENCE_STYLE = {"exact": "bold green", "likely": "yellow", "possible": "dim"
 TRACEBACK_TAIL_LINES = 12
 # Of what an engine printed, a failing case shows the last lines; `-v` and JSON keep it all.
 CAPTURED_TAIL_LINES = 20
-INDENT = 2
 
 
 def render(
@@ -78,9 +72,10 @@ def render(
 
 def _render(run: RunResult, console: Console, verbose: bool, quiet: bool, problems: bool) -> None:
     if not quiet:
-        origin = f" {origin_note(run.engine_origin)}" if run.engine_origin else ""
-        header = f"gradcheck: engine {run.engine}{origin}, reference {run.reference}"
-        console.print(_plain(header, style="dim"))
+        header = (
+            f"gradcheck: {engine_label(run.engine, run.engine_origin)}, reference {run.reference}"
+        )
+        console.print(plain(header, style="dim"))
     for case in run.cases:
         if (quiet and case.passed) or (not problems and case.status == "invalid"):
             continue
@@ -171,87 +166,41 @@ def _case_renderables(
     the input table and the arrays, then the other explanations."""
     body = width - INDENT
     if case.status == "passed":
-        yield from _status_line(case, f"{case.file}::{case.name}", _duration(case), width)
+        yield from status_line(case, f"{case.file}::{case.name}", _duration(case), width)
         for result in case.inputs:  # passed under a declared convention: say which
             for hint in result.hints:
-                yield _indented(Text(f"{hint.code}: {hint.message}", style="dim"))
+                yield indented(Text(f"{hint.code}: {hint.message}", style="dim"))
         if verbose:
-            yield from map(_indented, comparisons(case, True, body))
+            yield from map(indented, comparisons(case, True, body))
             yield from _captured(case, verbose, body)
             yield Text()
         return
     if case.status == "skipped":
         detail = _user_text(case.message, "yellow")
-        yield from _status_line(case, f"{case.file}::{case.name}", detail, width)
+        yield from status_line(case, f"{case.file}::{case.name}", detail, width)
         return
     if case.status in ("invalid", "not run"):
-        yield from _invalid_lines(case, width)
+        yield from problem_lines(case.location, case.message, width, STATUS_WORD[case.status])
         return
-    yield from _status_line(case, _full_id(case), _duration(case), width)
+    yield from status_line(case, _full_id(case), _duration(case), width)
     hints = list(_hint_blocks(case, cause))
     yield from hints[:1]  # the answer first
     if case.expr:
-        yield _indented(_expr(case))
+        yield indented(_expr(case))
     if case.status == "error":
-        yield _indented(_user_text(case.message or "engine error", style="red"))
+        yield indented(_user_text(case.message or "engine error", style="red"))
         if case.traceback:
             tail = _tail(case.traceback, TRACEBACK_TAIL_LINES, verbose)
-            yield _indented(_user_text(wrap_lines(tail, body), "dim"))
+            yield indented(_user_text(wrap_lines(tail, body), "dim"))
     else:
         if case.message:
-            yield _indented(_user_text(case.message))
-        yield from map(_indented, comparisons(case, verbose, body))
+            yield indented(_user_text(case.message))
+        yield from map(indented, comparisons(case, verbose, body))
     if verbose and case.nodes:
         yield _nodes(case)
     yield from hints[1:]
     yield from _captured(case, verbose, body)
     yield Text()
-
-
-def _status_line(case: CaseResult, case_id: str, detail: Text, width: int) -> list[RenderableType]:
-    """`FAILED  file:line::name  detail`, the id never broken (it is made to be copied and
-    grepped), a detail too long for the line wrapped at words under the id."""
-    # Pad to the longest word (SKIPPED/INVALID) so the case ids line up.
-    word = Text(f"{STATUS_WORD[case.status]:<7}", STATUS_STYLE[case.status])
-    line = Text.assemble(word, " ", printable(case_id))
-    if detail:
-        line.append("  ")
-        line.append_text(detail)
-    if line.cell_len <= width:
-        return [line]
-    return _hanging(word, Text(printable(case_id)), detail, width)
-
-
-def _invalid_lines(case: CaseResult, width: int) -> list[RenderableType]:
-    return problem_lines(case.location, case.message, width, STATUS_WORD[case.status])
-
-
-def problem_lines(
-    location: str, message: str, width: int, word: str = "INVALID"
-) -> list[RenderableType]:
-    """`INVALID file:line: problem`, a line per problem of the case, wrapped at words."""
-    status = {v: k for k, v in STATUS_WORD.items()}[word]
-    # Case-file errors usually already start with `file:line:`; don't repeat it.
-    if message.startswith(location + ":"):
-        message = message[len(location) + 1 :].lstrip()
-    word_text = Text(f"{word:<7}", STATUS_STYLE[status])
-    return _hanging(word_text, _plain(location + ":"), _plain(message), width, sep=" ")
-
-
-def _hanging(
-    word: Text, case_id: Text, detail: Text, width: int, sep: str = "  "
-) -> list[RenderableType]:
-    """The status word, then the id and detail in a column that wraps at words; an id
-    too long for that column on a line of its own, unbroken, and the detail under it."""
-    column = width - len(word) - 1
-    if case_id.cell_len > column:
-        # A bare Text: printed with soft_wrap, as a status line is, so never broken.
-        return [Text.assemble(word, " ", case_id), _indented(detail, 0, len(word) + 1)]
-    grid = Table.grid(padding=(0, 1))
-    grid.add_column(no_wrap=True)
-    grid.add_column(overflow="fold", max_width=column)
-    grid.add_row(word, Text.assemble(case_id, sep, detail) if detail else case_id)
-    return [grid]
 
 
 def _full_id(case: CaseResult) -> str:
@@ -268,18 +217,8 @@ def _user_text(text: str, style: str = "") -> Text:
     return Text.from_ansi(printable(text, colour=True), style=style)
 
 
-def _plain(text: str, style: str = "") -> Text:
-    """Text from a case file (an expression, a node, a hint quoting one), escaped."""
-    return Text(printable(text), style=style)
-
-
 def _duration(case: CaseResult) -> Text:
     return Text(f"{case.duration_s:.2f}s", style="dim")
-
-
-def _indented(renderable: RenderableType, level: int = 1, columns: int = 0) -> Padding:
-    # expand=False: padding to the full width would leave trailing spaces on every line.
-    return Padding(renderable, (0, 0, 0, columns or INDENT * level), expand=False)
 
 
 def _expr(case: CaseResult) -> Table:
@@ -306,8 +245,8 @@ def _captured(case: CaseResult, verbose: bool, width: int) -> Iterator[Renderabl
     """What the engine printed during the case, under the case it belongs to."""
     if case.captured.strip():
         tail = _tail(case.captured, CAPTURED_TAIL_LINES, verbose)
-        yield _indented(Text("captured output:", style="dim"))
-        yield _indented(_user_text(wrap_lines(tail, width - INDENT)), 2)
+        yield indented(Text("captured output:", style="dim"))
+        yield indented(_user_text(wrap_lines(tail, width - INDENT)), 2)
 
 
 def _nodes(case: CaseResult) -> RenderableType:
@@ -321,7 +260,7 @@ def _nodes(case: CaseResult) -> RenderableType:
             lines.append(f"  [{node.check}]", style="dim")
         if node.args:
             lines.append(f"  (args {', '.join(map(str, node.args))})", style="dim")
-    return _indented(lines)
+    return indented(lines)
 
 
 # --- hints ----------------------------------------------------------------------------
@@ -340,15 +279,15 @@ def _hint_blocks(case: CaseResult, cause: str | None = None) -> Iterator[Rendera
     top, *rest = case.hints
     again = [h for h in rest if _same_finding(h, top)]
     others = [h for h in rest if not _same_finding(h, top)]
-    yield _indented(_top_hint(top, again, cause))
+    yield indented(_top_hint(top, again, cause))
     if others:
-        yield _indented(_compact_hints("other explanations", others))
+        yield indented(_compact_hints("other explanations", others))
     shown = [*case.hints, *(h for hint in case.hints for h in hint.also)]
     for name, result in case.labelled_inputs():
         extra = [hint for hint in result.hints if not any(hint is h for h in shown)]
         extra = [hint for hint in extra if hint not in shown and not _same_finding(hint, top)]
         if extra:
-            yield _indented(_compact_hints(f"input {name}", extra))
+            yield indented(_compact_hints(f"input {name}", extra))
 
 
 def _same_finding(hint: Hint, top: Hint) -> bool:
@@ -362,21 +301,21 @@ def _top_hint(hint: Hint, again: list[Hint], cause: str | None = None) -> Table:
     )
     rows: list[tuple[str, RenderableType]] = [("hint", head)]
     if hint.node:
-        rows.append(("node", _plain(hint.node, style="cyan")))
-    rows.append(("", _plain(hint.message)))
+        rows.append(("node", plain(hint.node, style="cyan")))
+    rows.append(("", plain(hint.message)))
     if hint.mechanism:
-        mechanism = _plain(hint.mechanism, style="bold")
+        mechanism = plain(hint.mechanism, style="bold")
         if hint.region:
             mechanism.append(f"  where {printable(hint.region)}", style="")
         rows.append(("mechanism", mechanism))
-    rows.append(("fix", _plain(hint.fix, style="green")))
+    rows.append(("fix", plain(hint.fix, style="green")))
     for other in again:
         where = f"arg {other.arg}" if other.arg is not None else "here"
-        rows.append(("", _plain(f"the same for {where}; fix: {other.fix}", style="green")))
+        rows.append(("", plain(f"the same for {where}; fix: {other.fix}", style="green")))
     if hint.also:
-        rows.append(("also", _plain("seen as " + _also(hint), "dim")))
+        rows.append(("also", plain("seen as " + _also(hint), "dim")))
     if cause:
-        rows.append(("run", _plain(cause, style="dim")))
+        rows.append(("run", plain(cause, style="dim")))
     return _labelled(rows, label_style="bold")
 
 

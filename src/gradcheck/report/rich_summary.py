@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from rich.console import RenderableType
-from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from gradcheck.report.rich_status import indented
 from gradcheck.results import CaseResult, OpRecord, RootCause, RunResult
 
 SHOWN_CASES = 6  # case ids listed under a cause; the JSON report has them all
@@ -56,8 +56,8 @@ def run_summary(run: RunResult, *, card: bool = True) -> Iterator[RenderableType
         yield from _causes(run, failing)
     if card and run.ops:
         yield Text("report card: the cases using each op", style="bold")
-        yield _indent(_card(run.ops))
-        yield _indent(Text(CARD_LEGEND, style="dim"))  # as wide as the line, not the table
+        yield indented(_card(run.ops))
+        yield indented(Text(CARD_LEGEND, style="dim"))  # as wide as the line, not the table
 
 
 def _causes(run: RunResult, failing: list[CaseResult]) -> Iterator[RenderableType]:
@@ -68,11 +68,11 @@ def _causes(run: RunResult, failing: list[CaseResult]) -> Iterator[RenderableTyp
         style="bold",
     )
     for number, cause in enumerate(run.root_causes, 1):
-        yield _indent(_cause(number, cause))
+        yield indented(_cause(number, cause))
     explained = {i for cause in run.root_causes for i in cause.cases}
     left = [c.id for c in failing if c.id not in explained]
     if left:
-        yield _indent(Text(f"not explained: {_ids(left)}", style="dim"))
+        yield indented(Text(f"not explained: {_ids(left)}", style="dim"))
     yield Text()
 
 
@@ -143,7 +143,3 @@ def _found(record: OpRecord) -> str:
 def _order(record: OpRecord) -> tuple[int, int]:
     """Ops found wrong first, then those the engine lacks, then the rest as they came."""
     return (0 if record.failed else 1 if record.unsupported else 2), -record.failed
-
-
-def _indent(renderable: RenderableType) -> Padding:
-    return Padding(renderable, (0, 0, 0, 2), expand=False)
