@@ -16,6 +16,7 @@ from gradcheck.cases.inputs import (
     draw_all,
     stable_seed,
 )
+from gradcheck.cases.loader import load_case
 from gradcheck.errors import CaseFileError, UsageError
 
 DATA = Path(__file__).parent / "data" / "loader"
@@ -657,3 +658,15 @@ def test_shipped_case_files_load_cleanly():
     files = discover([Path(__file__).parents[1] / "cases"])
     invalid = [item for path in files for item in load_file(path) if isinstance(item, InvalidCase)]
     assert invalid == []
+
+
+def test_a_case_from_python_keeps_its_array_as_it_was_given():
+    """Arrays are drawn when the case runs (reading builds none); one passed to
+    `load_case` is copied on loading, so a caller changing theirs afterwards changes
+    nothing, and drawn in the case's dtype."""
+    x = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    case = load_case({"name": "given", "expr": "x * 2", "inputs": {"x": x}, "dtype": "float64"})
+    assert isinstance(case, Case), case
+    x[0, 0] = 99.0
+    np.testing.assert_array_equal(case.inputs["x"], [[1.0, 2.0], [3.0, 4.0]])
+    assert case.inputs["x"].dtype == np.float64
