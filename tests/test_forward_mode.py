@@ -259,6 +259,22 @@ def test_each_forward_mode_fault_fingerprints_itself_first(tmp_path: Path, name:
             assert item.hints[0].code == fault.code
 
 
+def test_a_missing_tangent_broadcast_is_named_at_broadcast_to_as_at_a_binary_op(
+    tmp_path: Path,
+) -> None:
+    """broadcast_to's JVP leaves the tangent in x's shape for the engine's one broadcast
+    step, as the binary ops do, so a missing broadcast there is the same fault (summed
+    after, the tangent loses its copies: x's instead of twice x's)."""
+    case = one_case(tmp_path, "sum(broadcast_to(x, shape=[2, 3]), axis=0)", {"x": "{shape: [3]}"})
+    assert check_case(case, BuiltinEngine, RunOptions()).status == "passed"
+    fault = FAULTS["jvp.no-broadcast"]
+    result = check_case(case, lambda: FaultyEngine(fault), RunOptions())
+    assert result.status == "failed" and all(i.comparison.passed for i in result.inputs)
+    assert (result.hints[0].code, result.hints[0].confidence) == (fault.code, "exact")
+    (x,) = result.jvp
+    assert not x.comparison.passed
+
+
 def test_a_missing_tangent_broadcast_is_a_shape_seen_by_the_node_check(tmp_path: Path) -> None:
     case = one_case(tmp_path, "x + b", {"x": "{shape: [2, 3]}", "b": "{shape: [3]}"})
     result = check_case(case, lambda: FaultyEngine(FAULTS["jvp.no-broadcast"]), RunOptions())

@@ -379,7 +379,7 @@ CATALOGUE: tuple[Fault, ...] = (
         "broadcast each argument's tangent to the output's shape: "
         "`np.broadcast_to(t, y.shape)` (for a + b, the tangent of a is t broadcast)",
         check="jvp",
-        unbroadcast_tangent=BINARY_ELEMENTWISE,
+        unbroadcast_tangent=BROADCASTING,
         seen="pytorch/pytorch#191787",
     ),
 )

@@ -247,7 +247,9 @@ register(Op(
     doc="broadcast x to shape",
     rules=("np.sum(g, summed_axes).reshape(x.shape)",),
     tf_rules=("tf.reshape(tf.reduce_sum(g, summed_axes), tf.shape(x))",),
-    jvps=(lambda t, ans, x, shape: np.broadcast_to(t, shape),),
+    # The tangent in x's shape, as the binary ops give theirs: the engine's one broadcast
+    # step widens it (and the catalogue's jvp.no-broadcast replaces that step).
+    jvps=(lambda t, ans, x, shape: t,),
     jvp_rules=("np.broadcast_to(t, shape)",), tf_jvp_rules=("tf.broadcast_to(t, shape)",),
 ))
 register(Op(
