@@ -183,6 +183,18 @@ def test_the_plugin_fuzz_item_passes_for_a_correct_engine(pytester: pytest.Pytes
     assert "fuzz 30 examples" in clean.stdout.str()  # the report header says so
 
 
+def test_the_plugin_fuzz_item_keeps_no_reference_cache_as_gradcheck_fuzz_keeps_none(
+    pytester: pytest.Pytester,
+):
+    """A bug found is checked as a case is, and its reference is not kept."""
+    pytester.makeini("[pytest]\ngradcheck_fuzz_ops = mul\n")
+    args = ("--gradcheck-fuzz", "40", "--gradcheck-engine", MUL_SELF, "--gradcheck-cache-dir")
+    found = pytester.runpytest_subprocess(*args, "refs", "-p", "no:cacheprovider")
+    found.assert_outcomes(failed=1)
+    assert "fault:mul.self (mul)" in found.stdout.str()
+    assert not list((pytester.path / "refs").rglob("*.ref"))
+
+
 # -- user-defined ops (SPEC §9) -----------------------------------------------------------
 
 WRONG_SOFTPLUS = """\

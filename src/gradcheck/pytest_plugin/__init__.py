@@ -47,7 +47,8 @@ fails that item only; ``--gradcheck-timeout S`` bounds each case (default 60 s).
 ``--gradcheck-fuzz-seed``; ops from ``gradcheck_fuzz_ops``, default every op the engine
 has). It fails with each bug found, its diagnosis and its smallest case as a case file to
 paste into the case folder (``--gradcheck-fuzz-out DIR`` also writes them there). It
-needs no case file, and ``-k fuzz`` selects or deselects it like any item.
+needs no case file, keeps no reference cache (as ``gradcheck fuzz``), and ``-k fuzz``
+selects or deselects it like any item.
 
 A case file with any problem is a collection error listing every problem as
 ``file:line: message``, as a Python test module with a syntax error is: pytest stops

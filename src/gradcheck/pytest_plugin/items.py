@@ -5,6 +5,7 @@ explanation first, then gradcheck's plain report."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -110,7 +111,9 @@ class FuzzItem(pytest.Item):
             seed=state.fuzz_seed,
             out=state.fuzz_out,
             engine_spec=state.engine_spec if state.engine_spec != DEFAULT_ENGINE else None,
-            options=state.options,
+            # No reference cache, as `gradcheck fuzz` keeps none: fuzzed cases are new on
+            # every run and would only fill a cache that may be committed and locked.
+            options=replace(state.options, cache=None),
         )
         if run.bugs:
             raise FuzzFound(run)
