@@ -7,8 +7,10 @@
    through `runner.run` with each reference, best of N.
 3. **Per case**, every shipped case in float64: gradcheck checking PyTorch's gradient by
    finite differences (`check_case`, the stock torch adapter, ``reference: numeric``, no
-   diagnosis) vs ``torch.autograd.gradcheck(fast_mode=True)`` on the same expression built
-   from the same PyTorch ops; and the numeric reference alone. Target: within 2x of
+   diagnosis, reverse mode at first order, the engine asked for its gradients once as the
+   other checkers ask: no stale-gradients check) vs ``torch.autograd.gradcheck(
+   fast_mode=True)`` on the same expression built from the same PyTorch ops; and the
+   numeric reference alone. Target: within 2x of
    torch's fast mode. Then the same with JAX against ``jax.test_util.check_grads(order=1,
    modes=["rev"])``, first call (JAX compiles) and again (its caches warm). PyTorch runs
    single-threaded here (see `torch_per_case`).
@@ -63,12 +65,12 @@ def best(fn: Callable[[], object], repeats: int) -> float:
 
 
 def float64(case: Case) -> Case:
-    inputs = {k: v.astype(np.float64) for k, v in case.inputs.items()}
+    """The case in float64, reverse mode at first order only: what the other checkers
+    compared here check (forward mode and second order are bench/modes.py's)."""
     return dataclasses.replace(
-        case,
-        inputs=inputs,
-        cotangent=case.cotangent.astype(np.float64),
-        dtype="float64",
+        case.widened(),
+        modes=("rev",),
+        order=1,
         tolerance=Tolerance.for_dtype("float64"),
         wrt=[n for n in case.wrt if n in case.expression.inputs],
         reference="numeric",
@@ -118,7 +120,7 @@ def torch_per_case(cases: list[Case], repeats: int) -> None:
     # a busy 2-core machine a parallel region waits milliseconds for a descheduled thread.
     torch.set_num_threads(1)
     ours, theirs, reference_only = [], [], []
-    options = RunOptions(diagnose=False, reference="numeric")
+    options = RunOptions(diagnose=False, reference="numeric", stale_check_limit=0)  # once
     for case in cases:
         engine = TorchEngine()
         fn = as_function(engine, case, engine.constant)
@@ -150,7 +152,7 @@ def jax_per_case(cases: list[Case]) -> None:
             with contextlib.suppress(AssertionError):  # a tie or kink: the cost is measured
                 check_grads(fn, args, order=1, modes=["rev"])
 
-        options = RunOptions(diagnose=False, reference="numeric")
+        options = RunOptions(diagnose=False, reference="numeric", stale_check_limit=0)  # once
         return (lambda: check_case(case, JaxEngine, options)), theirs
 
     pairs = [checkers(case) for case in cases]
