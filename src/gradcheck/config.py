@@ -150,6 +150,12 @@ def origin_note(source: str) -> str:
     return "(default)" if source == DEFAULT else f"(from {source})"
 
 
+def engine_label(engine: str, origin: str | None) -> str:
+    """How a report's header names the engine: ``engine my-engine (from pyproject.toml)``
+    (`origin` None: not said)."""
+    return f"engine {engine} {origin_note(origin)}" if origin else f"engine {engine}"
+
+
 def engine_named(spec: str, source: str) -> str:
     """How a message names the engine `spec` that `source` set: as the option was typed
     (``--engine x.py``), else with where it was set (``engine 'x.py' (from pyproject.toml)``)."""

@@ -13,8 +13,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..config import engine_label
 from ..report import render_case, to_dict
-from ..report.rich_status import engine_label
 from ..report.text import written_whole
 from ..results import RunResult
 from . import FuzzRun, Progress

@@ -88,7 +88,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
-    from ..config import origin_note
+    from ..config import engine_label
 
     state = config.stash.get(STATE, None)
     if state is None or not (state.roots or state.fuzz_examples):
@@ -96,8 +96,8 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     where = ", ".join(_display(root, config.rootpath) for root in state.roots)
     files = f", case files under {where}" if state.roots else ""
     fuzz = f", fuzz {state.fuzz_examples} examples" if state.fuzz_examples else ""
-    origin = origin_note(state.settings.source("engine"))
-    return f"gradcheck: engine {state.engine_spec} {origin}{files}{fuzz}"
+    engine = engine_label(state.engine_spec, state.settings.source("engine"))
+    return f"gradcheck: {engine}{files}{fuzz}"
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

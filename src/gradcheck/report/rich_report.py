@@ -20,12 +20,12 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from gradcheck.config import engine_label
 from gradcheck.report.rich_arrays import comparisons
 from gradcheck.report.rich_status import (
     INDENT,
     STATUS_STYLE,
     STATUS_WORD,
-    engine_label,
     indented,
     plain,
     problem_lines,

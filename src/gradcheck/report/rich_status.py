@@ -11,7 +11,6 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from gradcheck.config import origin_note
 from gradcheck.report.text import printable
 from gradcheck.results import CaseResult
 
@@ -84,8 +83,3 @@ def plain(text: str, style: str = "") -> Text:
 def indented(renderable: RenderableType, level: int = 1, columns: int = 0) -> Padding:
     # expand=False: padding to the full width would leave trailing spaces on every line.
     return Padding(renderable, (0, 0, 0, columns or INDENT * level), expand=False)
-
-
-def engine_label(engine: str, origin: str | None) -> str:
-    """How a report's header names the engine: ``engine my-engine (from pyproject.toml)``."""
-    return f"engine {engine} {origin_note(origin)}" if origin else f"engine {engine}"
