@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from gradcheck.cases import Case
-from gradcheck.engines.builtin import BuiltinEngine
+from gradcheck.engines.builtin.engine import BuiltinEngine
 
 
 def bare_gradients(case: Case, tf) -> tuple[list[np.ndarray], list[np.ndarray]]:

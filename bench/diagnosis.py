@@ -31,11 +31,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from gradcheck.cache import ReferenceCache
 from gradcheck.cases import Case, load_file, load_paths
-from gradcheck.diagnosis.faults import FAULTS, FaultyEngine
-from gradcheck.engines.adapters import load_engine
-from gradcheck.engines.tensorflow import load_tensorflow
+from gradcheck.diagnosis.faults.planted import FAULTS, FaultyEngine
+from gradcheck.engines.loading import load_engine
+from gradcheck.references.cache import ReferenceCache
+from gradcheck.references.tensorflow import load_tensorflow
 from gradcheck.runner import RunOptions, check_case, run
 
 REPEATS = 10

@@ -27,14 +27,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from corpus import ROOT as CORPUS_ROOT  # noqa: E402
-from gradcheck.engines.adapters import load_engine  # noqa: E402
-from gradcheck.engines.builtin import BuiltinEngine  # noqa: E402
-from gradcheck.engines.driver import run_engine  # noqa: E402
-from gradcheck.engines.tensorflow import load_tensorflow  # noqa: E402
+from gradcheck.engines.builtin.engine import BuiltinEngine  # noqa: E402
+from gradcheck.engines.loading import load_engine  # noqa: E402
+from gradcheck.engines.reverse import run_engine  # noqa: E402
 from gradcheck.fuzzing import Budget, fuzz_engine  # noqa: E402
 from gradcheck.fuzzing.generate import Space, examples  # noqa: E402
 from gradcheck.fuzzing.output import plural  # noqa: E402
 from gradcheck.fuzzing.search import describe  # noqa: E402
+from gradcheck.references.tensorflow import load_tensorflow  # noqa: E402
 
 EXAMPLES = 1000
 SEED = 0

@@ -26,10 +26,10 @@ from large import best_of_each, write_case
 from typer.testing import CliRunner
 
 from gradcheck import __version__
-from gradcheck.cache import ReferenceCache
 from gradcheck.cases import load_paths
 from gradcheck.cli import app
-from gradcheck.diagnosis.faults import FAULTS, FaultyEngine
+from gradcheck.diagnosis.faults.planted import FAULTS, FaultyEngine
+from gradcheck.references.cache import ReferenceCache
 from gradcheck.report import to_html, to_json
 from gradcheck.runner import RunOptions, run
 
@@ -45,7 +45,7 @@ def command(*args: str) -> None:
 def suite(fault: str, tmp: Path) -> None:
     engine = tmp / "planted_engine.py"
     engine.write_text(
-        "from gradcheck.diagnosis.faults import FAULTS, FaultyEngine\n\n\n"
+        "from gradcheck.diagnosis.faults.planted import FAULTS, FaultyEngine\n\n\n"
         "class Planted(FaultyEngine):\n"
         f"    def __init__(self):\n        super().__init__(FAULTS[{fault!r}])\n"
     )

@@ -51,7 +51,7 @@ from pathlib import Path
 
 from baseline import bare_gradients
 
-from gradcheck.defaults import STALE_CHECK_LIMIT
+from gradcheck.util.limits import STALE_CHECK_LIMIT
 
 REPEATS = 10  # the machines here are noisy: more turns, steadier minima
 TIME_TARGET, MEMORY_TARGET = 1.0, 1.5
@@ -106,8 +106,8 @@ def write_case(folder: Path, name: str) -> Path:
 def warm_up():
     """Import TensorFlow and gradcheck's pipeline, and run one tiny case through both."""
     from gradcheck.cases.loader import load_case
-    from gradcheck.engines.builtin import BuiltinEngine
-    from gradcheck.engines.tensorflow import load_tensorflow
+    from gradcheck.engines.builtin.engine import BuiltinEngine
+    from gradcheck.references.tensorflow import load_tensorflow
     from gradcheck.runner import check_case
 
     tf = load_tensorflow()
@@ -123,7 +123,7 @@ WARM_INPUTS = {"x": {"shape": [4, 4]}, "y": {"shape": [4, 4]}}
 def gradcheck_side(path: Path, stale_check_limit: int | None = STALE_CHECK_LIMIT):
     """`gradcheck run PATH` in-process: load, then the runner with the builtin engine."""
     from gradcheck.cases import load_file
-    from gradcheck.engines.builtin import BuiltinEngine
+    from gradcheck.engines.builtin.engine import BuiltinEngine
     from gradcheck.runner import RunOptions, run
 
     return run(load_file(path), BuiltinEngine, RunOptions(stale_check_limit=stale_check_limit))

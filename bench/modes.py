@@ -24,8 +24,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from gradcheck.cases import Case, load_paths
-from gradcheck.engines.builtin import BuiltinEngine
-from gradcheck.engines.tensorflow import load_tensorflow
+from gradcheck.engines.builtin.engine import BuiltinEngine
+from gradcheck.references.tensorflow import load_tensorflow
 from gradcheck.runner import RunOptions, run
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -34,8 +34,8 @@ import numpy as np
 
 from gradcheck.cases import Case, load_paths
 from gradcheck.cases.model import Tolerance
-from gradcheck.engines.builtin import BuiltinEngine
-from gradcheck.engines.numeric import numeric_reference
+from gradcheck.engines.builtin.engine import BuiltinEngine
+from gradcheck.references.numeric import numeric_reference
 from gradcheck.runner import RunOptions, check_case, run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -114,7 +114,7 @@ def ratio_line(what: str, ours: list[float], theirs: list[float], target: float 
 def torch_per_case(cases: list[Case], repeats: int) -> None:
     import torch
 
-    from gradcheck.engines.torch import TorchEngine
+    from gradcheck.engines.stock.torch import TorchEngine
 
     # One thread on both sides: tiny tensors gain nothing from PyTorch's OpenMP pool, and on
     # a busy 2-core machine a parallel region waits milliseconds for a descheduled thread.
@@ -142,7 +142,7 @@ def jax_per_case(cases: list[Case]) -> None:
     import jax.numpy as jnp
     from jax.test_util import check_grads
 
-    from gradcheck.engines.jax import JaxEngine
+    from gradcheck.engines.stock.jax import JaxEngine
 
     def checkers(case: Case):
         fn = as_function(JaxEngine(), case, jnp.asarray)

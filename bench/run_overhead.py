@@ -25,8 +25,8 @@ import numpy as np
 from baseline import bare_gradients
 
 from gradcheck.cases import Case, discover, load_file
-from gradcheck.cases.model import LOW_PRECISION
-from gradcheck.engines.tensorflow import load_tensorflow
+from gradcheck.cases.dtypes import LOW_PRECISION
+from gradcheck.references.tensorflow import load_tensorflow
 from gradcheck.runner import Checker, RunOptions
 
 REPEATS = 7

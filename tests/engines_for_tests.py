@@ -15,7 +15,7 @@ import numpy as np
 
 from gradcheck.cases.loader import load_file
 from gradcheck.cases.model import Case
-from gradcheck.engines.builtin import BuiltinEngine, Tensor
+from gradcheck.engines.builtin.engine import BuiltinEngine, Tensor
 
 FILE = Path(__file__).resolve()
 

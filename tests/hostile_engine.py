@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from gradcheck.engines.builtin import BuiltinEngine
+from gradcheck.engines.builtin.engine import BuiltinEngine
 
 
 class Unprintable(Exception):

@@ -1,7 +1,7 @@
 """Catalogue faults as engine files, for tests that run the command line
 (`--engine tests/planted_engines.py:LeadingOnly`): the builtin engine with one fault."""
 
-from gradcheck.diagnosis.faults import FAULTS, FaultyEngine
+from gradcheck.diagnosis.faults.planted import FAULTS, FaultyEngine
 
 
 class LeadingOnly(FaultyEngine):

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 import engines_for_tests as E
-from gradcheck.engines.adapters import load_engine
-from gradcheck.engines.builtin import BuiltinEngine
+from gradcheck.engines.builtin.engine import BuiltinEngine
 from gradcheck.engines.driver import as_array
+from gradcheck.engines.loading import load_engine
 from gradcheck.errors import UsageError
 from gradcheck.runner import RunOptions, run
 
@@ -419,7 +419,7 @@ def test_load_missing_module():
 
 
 @pytest.mark.parametrize(
-    "module", ["gradcheck.cli", "gradcheck.ops", "gradcheck.cases", "gradcheck.engines.adapters"]
+    "module", ["gradcheck.cli", "gradcheck.ops", "gradcheck.cases", "gradcheck.engines.loading"]
 )
 def test_import_does_not_load_tensorflow(module):
     code = f"import {module}, sys; assert 'tensorflow' not in sys.modules, 'tensorflow loaded'"

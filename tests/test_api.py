@@ -11,8 +11,8 @@ import pytest
 
 import engines_for_tests as E
 import gradcheck
-from gradcheck.diagnosis.faults import FAULTS, FaultyEngine
-from gradcheck.engines.builtin import BuiltinEngine
+from gradcheck.diagnosis.faults.planted import FAULTS, FaultyEngine
+from gradcheck.engines.builtin.engine import BuiltinEngine
 from gradcheck.errors import GradcheckError, UsageError
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from engines_for_tests import load_cases
-from gradcheck.engines.builtin import BuiltinEngine, Tensor, topological_order
-from gradcheck.engines.driver import run_engine
-from gradcheck.engines.tensorflow import TensorFlowEngine
+from gradcheck.engines.builtin.engine import BuiltinEngine, Tensor, topological_order
+from gradcheck.engines.reverse import run_engine
 from gradcheck.ops.broadcast import unbroadcast
+from gradcheck.references.tensorflow import TensorFlowEngine
 from gradcheck.runner import run
 
 RNG = np.random.default_rng(20240601)

@@ -19,14 +19,20 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-import gradcheck.cache as cache_module
+import gradcheck.references.cache as cache_module
 from engines_for_tests import load_cases
-from gradcheck.cache import ReferenceCache, decode_entry, encode_entry, reference_key
 from gradcheck.cases.model import Case
 from gradcheck.cli import app
-from gradcheck.engines.builtin import BuiltinEngine
+from gradcheck.engines.builtin.engine import BuiltinEngine
 from gradcheck.engines.driver import EngineRun
-from gradcheck.engines.tensorflow import installed_version
+from gradcheck.references.cache import ReferenceCache
+from gradcheck.references.entries import (
+    REFERENCE_VERSION,
+    decode_entry,
+    encode_entry,
+    reference_key,
+)
+from gradcheck.references.tensorflow import installed_version
 from gradcheck.runner import RunOptions, reference_run, run
 from without_tensorflow import NO_TENSORFLOW, WRAPPER
 
@@ -172,7 +178,7 @@ def test_everything_that_determines_the_reference_changes_the_key(cases: list[Ca
     keys = {what: reference_key(variant, "2.21.0") for what, variant in variants.items()}
     keys["tensorflow version"] = reference_key(case, "2.20.0")
     keys["REFERENCE_VERSION"] = reference_key(
-        case, "2.21.0", reference_version=cache_module.REFERENCE_VERSION + 1
+        case, "2.21.0", reference_version=REFERENCE_VERSION + 1
     )
     assert all(key != base for key in keys.values()), keys
     assert len(set(keys.values())) == len(keys)

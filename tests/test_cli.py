@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 
 import gradcheck
 from gradcheck.cli import app
-from gradcheck.diagnosis.faults import CATALOGUE
+from gradcheck.diagnosis.faults.planted import CATALOGUE
 from gradcheck.ops import all_ops
 from spec_contract import SPEC_FAULTS
 

@@ -9,7 +9,7 @@ import engines_for_tests as E
 import gradcheck.comparison.compare as compare_module
 from gradcheck.cases.model import Tolerance
 from gradcheck.comparison.compare import close_mask, compare
-from gradcheck.engines.builtin import BuiltinEngine
+from gradcheck.engines.builtin.engine import BuiltinEngine
 from gradcheck.runner import run
 
 NAN, INF = np.nan, np.inf

@@ -13,7 +13,7 @@ from typer.testing import CliRunner, Result
 
 import gradcheck
 from gradcheck.cli import app
-from gradcheck.engines.builtin import BuiltinEngine
+from gradcheck.engines.builtin.engine import BuiltinEngine
 from gradcheck.errors import UsageError
 from test_config import make_project, run_json
 

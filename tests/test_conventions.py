@@ -22,9 +22,9 @@ import numpy as np
 import pytest
 
 from gradcheck.cases import load_file
-from gradcheck.engines.adapters import load_engine
-from gradcheck.engines.builtin import BuiltinEngine
-from gradcheck.engines.driver import run_engine
+from gradcheck.engines.builtin.engine import BuiltinEngine
+from gradcheck.engines.loading import load_engine
+from gradcheck.engines.reverse import run_engine
 from gradcheck.errors import UsageError
 from gradcheck.expression import parse
 from gradcheck.ops import get_op

@@ -23,10 +23,11 @@ from corpus import BUGS, CASES, CORRECT_ENGINES, ROOT, Bug
 from gradcheck.cases import load_file
 from gradcheck.cases.model import Case, InvalidCase
 from gradcheck.cases.selection import matches
-from gradcheck.diagnosis.faults import CATALOGUE, FaultyEngine
-from gradcheck.engines.adapters import load_engine
-from gradcheck.engines.driver import EngineFailure, EngineRun, run_engine
+from gradcheck.diagnosis.faults.planted import CATALOGUE, FaultyEngine
+from gradcheck.engines.driver import EngineFailure, EngineRun
+from gradcheck.engines.loading import load_engine
 from gradcheck.engines.protocol import EngineFactory
+from gradcheck.engines.reverse import run_engine
 from gradcheck.runner import RunOptions, run
 from spec_contract import SPEC_FAULTS
 

@@ -14,13 +14,15 @@ import numpy as np
 import pytest
 import yaml
 
-import gradcheck.checking as checking
+import gradcheck.checking.diagnosis_step as checking
 import gradcheck.diagnosis as diagnosis
 from gradcheck.cases import Case, load_file
-from gradcheck.diagnosis import fingerprints, patterns, rank
-from gradcheck.diagnosis.faults import FAULTS, FaultyEngine
-from gradcheck.engines.adapters import load_engine
-from gradcheck.engines.builtin import BuiltinEngine
+from gradcheck.diagnosis import rank
+from gradcheck.diagnosis.faults import fingerprints
+from gradcheck.diagnosis.faults.planted import FAULTS, FaultyEngine
+from gradcheck.diagnosis.mechanisms import patterns
+from gradcheck.engines.builtin.engine import BuiltinEngine
+from gradcheck.engines.loading import load_engine
 from gradcheck.ops.broadcast import fmt_shape
 from gradcheck.results import CaseResult, Hint
 from gradcheck.runner import RunOptions, run

@@ -14,7 +14,7 @@ import pytest
 from corpus import CASES, ROOT
 from gradcheck.cases import Case, load_file
 from gradcheck.cases.selection import matches
-from gradcheck.engines.builtin import BuiltinEngine
+from gradcheck.engines.builtin.engine import BuiltinEngine
 from gradcheck.results import CaseResult
 from gradcheck.runner import RunOptions, run
 

@@ -16,11 +16,11 @@ import pytest
 from engines_for_tests import load_cases
 from gradcheck.cases import load_file
 from gradcheck.comparison.compare import ERROR_FACTOR, compare
-from gradcheck.diagnosis import dtypes
-from gradcheck.diagnosis.faults import FAULTS, FaultyEngine
-from gradcheck.engines.builtin import BuiltinEngine
-from gradcheck.engines.driver import run_engine
-from gradcheck.engines.tensorflow import TensorFlowEngine
+from gradcheck.diagnosis.faults.planted import FAULTS, FaultyEngine
+from gradcheck.diagnosis.mechanisms import dtypes
+from gradcheck.engines.builtin.engine import BuiltinEngine
+from gradcheck.engines.reverse import run_engine
+from gradcheck.references.tensorflow import TensorFlowEngine
 from gradcheck.report.json_report import to_json
 from gradcheck.runner import RunOptions, run
 
@@ -271,7 +271,7 @@ def test_a_run_without_bfloat16_never_imports_ml_dtypes():
 
 
 def test_machine_epsilon_of_every_case_dtype():
-    from gradcheck.cases.model import machine_epsilon
+    from gradcheck.cases.dtypes import machine_epsilon
 
     assert [machine_epsilon(d) for d in ("float16", "bfloat16", "float32", "float64")] == [
         2.0**-10, 2.0**-7, 2.0**-23, 2.0**-52,

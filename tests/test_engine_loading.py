@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gradcheck.cli import app
-from gradcheck.engines.adapters import load_engine
+from gradcheck.engines.loading import load_engine
 from gradcheck.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -36,9 +36,9 @@ import yaml
 
 from gradcheck.cases import Case, load_file
 from gradcheck.comparison.compare import compare
-from gradcheck.diagnosis.faults import CATALOGUE, FAULTS, Fault, FaultyEngine
-from gradcheck.engines.builtin import BuiltinEngine
-from gradcheck.engines.driver import run_engine
+from gradcheck.diagnosis.faults.planted import CATALOGUE, FAULTS, Fault, FaultyEngine
+from gradcheck.engines.builtin.engine import BuiltinEngine
+from gradcheck.engines.reverse import run_engine
 from gradcheck.ops import has_op
 from gradcheck.runner import RunOptions, run
 from spec_contract import SPEC_FAULTS

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from gradcheck.cases import load_paths
 from gradcheck.cli import app
-from gradcheck.engines.adapters import load_engine
+from gradcheck.engines.loading import load_engine
 from gradcheck.report import render
 from gradcheck.runner import RunOptions, run
 
@@ -124,7 +124,7 @@ def test_the_seed_report_folds_consequences_of_the_top_hint():
 def test_arrays_rows_are_never_wrapped():
     # 3x3x3 arrays side by side are wider than 80 columns: the blocks go one under another.
     from gradcheck.api import check
-    from gradcheck.engines.builtin import BuiltinEngine
+    from gradcheck.engines.builtin.engine import BuiltinEngine
 
     class Doubled(BuiltinEngine):
         name = "doubled"

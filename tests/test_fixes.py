@@ -103,7 +103,7 @@ def test_every_localised_hint_carries_its_mechanism():
 
 def test_the_engines_idiom_comes_from_its_imports_or_its_arrays():
     from gradcheck.diagnosis import idiom
-    from gradcheck.engines.builtin import BuiltinEngine
+    from gradcheck.engines.builtin.engine import BuiltinEngine
     from gradcheck.engines.driver import EngineRun
     from test_corpus import engine as corpus_engine
 

@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 from engines_for_tests import NoJvp, load_cases
 from gradcheck.cases import Case, load_paths
 from gradcheck.cli import app
-from gradcheck.diagnosis.faults import CATALOGUE, FAULTS, FaultyEngine
-from gradcheck.engines.builtin import BuiltinEngine
+from gradcheck.diagnosis.faults.planted import CATALOGUE, FAULTS, FaultyEngine
+from gradcheck.engines.builtin.engine import BuiltinEngine
 from gradcheck.ops import all_ops
 from gradcheck.report.json_report import to_dict
 from gradcheck.runner import RunOptions, check_case, run
@@ -333,7 +333,7 @@ def test_cli_modes_and_order_apply_to_cases_that_say_none(tmp_path: Path) -> Non
 
 
 def test_each_check_is_cached_under_a_key_of_its_own(tmp_path: Path) -> None:
-    from gradcheck.cache import ReferenceCache
+    from gradcheck.references.cache import ReferenceCache
 
     cases = shipped()[:2]
     cache = ReferenceCache(tmp_path / "cache")

@@ -14,9 +14,9 @@ import pytest
 
 from engines_for_tests import load_cases
 from gradcheck.cases import Case, load_paths
-from gradcheck.engines.adapters import load_engine
-from gradcheck.engines.builtin import BuiltinEngine, Tensor
-from gradcheck.engines.driver import run_engine
+from gradcheck.engines.builtin.engine import BuiltinEngine, Tensor
+from gradcheck.engines.loading import load_engine
+from gradcheck.engines.reverse import run_engine
 from gradcheck.errors import UsageError
 from gradcheck.ops import has_op
 from gradcheck.runner import RunOptions, run

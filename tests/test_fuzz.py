@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 
 from gradcheck.cases.loader import load_case, load_file
 from gradcheck.cases.model import Case
-from gradcheck.engines.builtin import BuiltinEngine
+from gradcheck.engines.builtin.engine import BuiltinEngine
 from gradcheck.engines.driver import build_expression
 from gradcheck.errors import UsageError
 from gradcheck.fuzzing import Budget, fuzz_engine, supported_ops
@@ -311,7 +311,7 @@ def test_usage_errors_name_the_problem():
 
 
 def _engine(name: str):
-    from gradcheck.engines.adapters import load_engine
+    from gradcheck.engines.loading import load_engine
 
     root = Path(__file__).resolve().parents[1]
     if name == "matmul-only":

@@ -227,7 +227,7 @@ def test_fuzzing_a_user_op_loaded_with_ops(tmp_path):
 
 
 def test_a_case_file_found_from_python_names_the_engine_class(tmp_path):
-    from gradcheck.engines.builtin import BuiltinEngine
+    from gradcheck.engines.builtin.engine import BuiltinEngine
 
     class Wrong(BuiltinEngine):  # mul's VJP for a is g * a
         def vjp_rule(self, op, i):

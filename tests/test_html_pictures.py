@@ -18,7 +18,7 @@ from gradcheck.cases import load_paths
 from gradcheck.cases.loader import load_case
 from gradcheck.cases.model import Tolerance
 from gradcheck.comparison.compare import compare
-from gradcheck.diagnosis.faults import FAULTS, FaultyEngine
+from gradcheck.diagnosis.faults.planted import FAULTS, FaultyEngine
 from gradcheck.report import to_html
 from gradcheck.report.graph_layout import GAP, layered
 from gradcheck.report.heatmap_slices import CELL_BUDGET, MAX_CELLS, MAX_SLICES

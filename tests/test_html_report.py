@@ -19,7 +19,7 @@ import yaml
 from gradcheck.cases import load_paths
 from gradcheck.cases.model import Tolerance
 from gradcheck.comparison.compare import compare
-from gradcheck.diagnosis.faults import FAULTS, FaultyEngine
+from gradcheck.diagnosis.faults.planted import FAULTS, FaultyEngine
 from gradcheck.report import to_html
 from gradcheck.report.case_source import MAX_LINES, case_source
 from gradcheck.results import CaseResult, Hint, InputResult, RunResult

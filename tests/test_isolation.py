@@ -309,7 +309,7 @@ def test_a_process_checking_many_engines_keeps_only_a_few_idle_workers(tmp_path)
     """Each finished run keeps its worker for a next run with the same engine; a process
     that checks many engines (a notebook, a test suite) must not gather one per engine."""
     from gradcheck import check
-    from gradcheck.workers import pool
+    from gradcheck.runner.workers import pool
 
     source = (HERE.parent / "examples" / "tiny_engine.py").read_text()
     started = []

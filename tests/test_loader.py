@@ -10,12 +10,7 @@ import numpy as np
 import pytest
 
 from gradcheck.cases import Case, InvalidCase, Tolerance, discover, load_file
-from gradcheck.cases.inputs import (
-    PARALLEL_DRAW_ELEMENTS,
-    RandomSpec,
-    draw_all,
-    stable_seed,
-)
+from gradcheck.cases.inputs import PARALLEL_DRAW_ELEMENTS, RandomSpec, draw_all, stable_seed
 from gradcheck.cases.loader import load_case
 from gradcheck.errors import CaseFileError, UsageError
 

@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gradcheck.cache import LOCK_FILE, ReferenceCache, decode_entry, encode_entry
 from gradcheck.cases import load_file
 from gradcheck.cli import app
 from gradcheck.engines.driver import EngineRun
-from gradcheck.lock import read_lock
+from gradcheck.references.cache import ReferenceCache
+from gradcheck.references.entries import decode_entry, encode_entry
+from gradcheck.references.lockfile import LOCK_FILE, read_lock
 
 CASES = """\
 cases:

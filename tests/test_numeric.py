@@ -14,14 +14,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gradcheck.cache import ReferenceCache
 from gradcheck.cases import Case, load_file, load_paths
 from gradcheck.cases.model import Tolerance
-from gradcheck.engines import numeric
-from gradcheck.engines.builtin import BuiltinEngine
-from gradcheck.engines.driver import run_engine
+from gradcheck.engines.builtin.engine import BuiltinEngine
+from gradcheck.engines.reverse import run_engine
 from gradcheck.expression import parse
 from gradcheck.ops.user import load_ops_files
+from gradcheck.references import numeric
+from gradcheck.references.cache import ReferenceCache
 from gradcheck.report import to_dict
 from gradcheck.runner import RunOptions, check_case, reference_run, run
 from without_tensorflow import NO_TENSORFLOW, WRAPPER
@@ -378,7 +378,7 @@ def test_editing_an_ops_file_changes_its_cases_keys(tmp_path: Path) -> None:
     cache = ReferenceCache(tmp_path / "c")
     before = cache.key(case, "numeric")
     path.write_text(WRONG_VJP_OPS + "\n# edited\n")
-    from gradcheck import cache as cache_module
+    from gradcheck.references import entries as cache_module
 
     cache_module._declaring_file_digest.cache_clear()
     assert cache.key(case, "numeric") != before

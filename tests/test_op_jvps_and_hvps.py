@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from gradcheck.engines.builtin import BuiltinEngine
+from gradcheck.engines.builtin.engine import BuiltinEngine
 from gradcheck.ops import Op
 from test_ops import FD_STEP, FD_TOL, PARAMS, TF_TOL, Case, _args, op_forward, op_vjp
 

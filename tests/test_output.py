@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gradcheck.atomic import STALE_S, write_atomic
 from gradcheck.cli import app
+from gradcheck.util.atomic import STALE_S, write_atomic
 
 CASES = """\
 cases:

@@ -115,7 +115,7 @@ def test_case_durations_leave_out_tensorflows_import(tmp_path):
         """
         import json, sys, time
         from gradcheck import runner
-        from gradcheck.engines import tensorflow
+        from gradcheck.references import tensorflow
         from gradcheck.cases import load_file
         from gradcheck.engines.builtin import BuiltinEngine
 
@@ -191,7 +191,7 @@ def test_tensorflow_start_up_is_shown_and_counted_apart(tmp_path):
 
 
 def test_a_run_that_did_not_wait_for_tensorflow_counts_no_start_up(folder):
-    from gradcheck.engines import tensorflow
+    from gradcheck.references import tensorflow
 
     tensorflow.load_tensorflow()  # imported before the run, as by an earlier one
     result = run(write_cases(folder, 2).name, "--no-cache", "--format", "json")

@@ -13,14 +13,7 @@ from rich.console import Console
 
 from gradcheck.report import plain_text, render, summary_line, to_dict, to_json, to_junit
 from gradcheck.report.junit_report import classname
-from gradcheck.results import (
-    CaseResult,
-    Comparison,
-    Hint,
-    InputResult,
-    NodeResult,
-    RunResult,
-)
+from gradcheck.results import CaseResult, Comparison, Hint, InputResult, NodeResult, RunResult
 
 ANSI = re.compile(r"\x1b\[")
 

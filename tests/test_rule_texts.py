@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gradcheck.engines.tensorflow import load_tensorflow
 from gradcheck.ops import all_ops, get_op, unbroadcast
 from gradcheck.ops.broadcast import normalize_axes
 from gradcheck.ops.reductions import reduced_size
 from gradcheck.ops.shape import _perm
+from gradcheck.references.tensorflow import load_tensorflow
 
 # One application per op: arguments (shapes, or values) and attributes.
 # fmt: off

@@ -21,9 +21,9 @@ from typer.testing import CliRunner
 from corpus import ROOT
 from gradcheck.cases import load_file, load_paths
 from gradcheck.cli import app, bare_diagnose
-from gradcheck.diagnosis.faults import FAULTS, FaultyEngine
-from gradcheck.diagnosis.root_causes import key
-from gradcheck.engines.adapters import load_engine
+from gradcheck.diagnosis.faults.planted import FAULTS, FaultyEngine
+from gradcheck.diagnosis.run.root_causes import key
+from gradcheck.engines.loading import load_engine
 from gradcheck.report import to_github, to_junit
 from gradcheck.results import RunResult
 from gradcheck.runner import RunOptions, run

@@ -16,13 +16,14 @@ from typer.testing import CliRunner
 
 from gradcheck.cases import Case, load_file
 from gradcheck.cli import app
-from gradcheck.engines.adapters import load_engine
-from gradcheck.engines.builtin import BuiltinEngine
-from gradcheck.engines.driver import EngineFailure, Unsupported, run_engine
+from gradcheck.cli.scaffold import cases_path, engine_template, write_scaffold
+from gradcheck.engines.builtin.engine import BuiltinEngine
+from gradcheck.engines.driver import EngineFailure, Unsupported
+from gradcheck.engines.loading import load_engine
+from gradcheck.engines.reverse import run_engine
 from gradcheck.errors import UsageError
 from gradcheck.expression import parse
 from gradcheck.ops import all_ops
-from gradcheck.scaffold import cases_path, engine_template, write_scaffold
 
 STUB = "        raise NotImplementedError\n"
 

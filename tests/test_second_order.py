@@ -22,10 +22,10 @@ import torch
 
 from engines_for_tests import load_cases
 from gradcheck.cases import Case
-from gradcheck.diagnosis.faults import FAULTS, FaultyEngine
-from gradcheck.engines.adapters import load_engine
-from gradcheck.engines.builtin import BuiltinEngine, Tensor
-from gradcheck.engines.torch import TorchEngine
+from gradcheck.diagnosis.faults.planted import FAULTS, FaultyEngine
+from gradcheck.engines.builtin.engine import BuiltinEngine, Tensor
+from gradcheck.engines.loading import load_engine
+from gradcheck.engines.stock.torch import TorchEngine
 from gradcheck.runner import RunOptions, check_case
 
 
@@ -131,7 +131,7 @@ def test_the_hessian_vector_product_matches_finite_differences_of_the_gradient(
 ) -> None:
     """The builtin engine's second order on a composite case, against an independent oracle:
     central differences of its own first-order gradient along v, by hand."""
-    from gradcheck.engines.driver import run_engine
+    from gradcheck.engines.reverse import run_engine
 
     case = order_two(tmp_path, "sum(tanh(x @ w) ** 2, axis=1)", {"x": [2, 3], "w": [3, 4]})
     result = check_case(case, BuiltinEngine, RunOptions(reference="numeric"))

@@ -17,14 +17,14 @@ import numpy as np
 import pytest
 
 from engines_for_tests import load_cases
-from gradcheck.cache import ReferenceCache
 from gradcheck.cases import Case, load_paths
-from gradcheck.engines.adapters import load_engine
-from gradcheck.engines.builtin import BuiltinEngine
-from gradcheck.engines.driver import run_engine
+from gradcheck.engines.builtin.engine import BuiltinEngine
+from gradcheck.engines.loading import load_engine
+from gradcheck.engines.reverse import run_engine
 from gradcheck.errors import UsageError
 from gradcheck.expression import parse
 from gradcheck.ops.user import load_ops_files
+from gradcheck.references.cache import ReferenceCache
 from gradcheck.runner import RunOptions, check_case, run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -174,7 +174,7 @@ def wrong_jax_softplus():
     import jax
     import jax.numpy as jnp
 
-    from gradcheck.engines.jax import JaxEngine
+    from gradcheck.engines.stock.jax import JaxEngine
 
     @jax.custom_vjp
     def softplus(x):
@@ -221,7 +221,7 @@ def test_a_missing_extra_says_what_to_install() -> None:
         "        if name.split('.')[0] == 'jax':\n"
         "            raise ModuleNotFoundError(name, name=name)\n"
         "sys.meta_path.insert(0, Hide())\n"
-        "from gradcheck.engines.adapters import load_engine\n"
+        "from gradcheck.engines.loading import load_engine\n"
         "load_engine('jax')\n"
     )
     done = subprocess.run([sys.executable, "-c", hide], capture_output=True, text=True, timeout=120)

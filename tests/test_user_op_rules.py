@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gradcheck.engines.builtin import BuiltinEngine
+from gradcheck.engines.builtin.engine import BuiltinEngine
 from gradcheck.ops.user import load_ops_files
 from gradcheck.runner import RunOptions, check_case
 from test_user_ops import SOFTPLUS_OPS, load_case, write

@@ -17,14 +17,14 @@ from typer.testing import CliRunner
 import gradcheck
 from gradcheck.cases import Case, case_file_schema, load_file
 from gradcheck.cli import app
-from gradcheck.engines.adapters import load_engine
-from gradcheck.engines.builtin import BuiltinEngine
+from gradcheck.cli.scaffold import engine_template
+from gradcheck.engines.builtin.engine import BuiltinEngine
+from gradcheck.engines.loading import load_engine
 from gradcheck.errors import UsageError
 from gradcheck.expression import ExpressionError, parse
 from gradcheck.ops import get_op, has_op
 from gradcheck.ops.user import RESERVED, OpDeclarationError, load_ops_files
 from gradcheck.runner import RunOptions, check_case
-from gradcheck.scaffold import engine_template
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "custom_op"
@@ -199,7 +199,7 @@ def test_a_bad_declaration_names_the_op_and_its_line(
 
 
 def test_reserved_names_cover_what_the_engines_use() -> None:
-    from gradcheck.engines.tensorflow import TensorFlowAdapter
+    from gradcheck.engines.stock.tensorflow import TensorFlowAdapter
 
     used = {
         name

@@ -10,7 +10,7 @@ custom op is one method more, named as the op is declared in softplus_ops.py.
 import jax
 import jax.numpy as jnp
 
-from gradcheck.engines.jax import JaxEngine
+from gradcheck.engines.stock.jax import JaxEngine
 
 
 @jax.custom_vjp

@@ -10,7 +10,7 @@ the custom op on the adapter's gradient tape.
 
 import tensorflow as tf
 
-from gradcheck.engines.tensorflow import TensorFlowAdapter
+from gradcheck.engines.stock.tensorflow import TensorFlowAdapter
 
 
 @tf.custom_gradient

@@ -9,7 +9,7 @@ method more, named as the op is declared in softplus_ops.py.
 
 import torch
 
-from gradcheck.engines.torch import TorchEngine
+from gradcheck.engines.stock.torch import TorchEngine
 
 
 class Softplus(torch.autograd.Function):

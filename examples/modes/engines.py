@@ -14,7 +14,7 @@ everything that flows through y.
 import torch
 
 from gradcheck.engines.builtin import BuiltinEngine
-from gradcheck.engines.torch import TorchEngine
+from gradcheck.engines.stock.torch import TorchEngine
 
 
 class TanhJvp(BuiltinEngine):

@@ -32,12 +32,12 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .defaults import MAX_ELEMENTS, STALE_CHECK_LIMIT, TIMEOUT
+from .engines.naming import DEFAULT, engine_named, is_file_spec
 from .errors import UsageError
+from .util.limits import MAX_ELEMENTS, STALE_CHECK_LIMIT, TIMEOUT
 
 CONFIG_FILES = ("gradcheck.toml", "pyproject.toml")
 REFERENCES = ("tensorflow", "numeric", "both")
-DEFAULT = "default"  # the source of a value nobody set
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def reference_cache(directory: str | os.PathLike[str] | None, *, read_only: bool
     change the working directory), or None; `read_only` for --require-cache."""
     if directory is None:
         return None
-    from .cache import ReferenceCache
+    from .references.cache import ReferenceCache
 
     return ReferenceCache(Path(os.path.abspath(directory)), read_only=read_only)
 
@@ -143,25 +143,6 @@ def defaults_at(base: Path | None) -> Layer:
 
 def _default(key: str) -> str:
     return DEFAULT
-
-
-def origin_note(source: str) -> str:
-    """How a report says where a value came from: "(from pyproject.toml)", "(default)"."""
-    return "(default)" if source == DEFAULT else f"(from {source})"
-
-
-def engine_label(engine: str, origin: str | None) -> str:
-    """How a report's header names the engine: ``engine my-engine (from pyproject.toml)``
-    (`origin` None: not said)."""
-    return f"engine {engine} {origin_note(origin)}" if origin else f"engine {engine}"
-
-
-def engine_named(spec: str, source: str) -> str:
-    """How a message names the engine `spec` that `source` set: as the option was typed
-    (``--engine x.py``), else with where it was set (``engine 'x.py' (from pyproject.toml)``)."""
-    if source.startswith("-"):
-        return f"{source} {spec}"
-    return f"engine {spec!r} {origin_note(source)}"
 
 
 def option_name(key: str) -> str:
@@ -246,11 +227,6 @@ def _checked(key: str, raw: Any, layer: Layer) -> Any:
     whole = isinstance(raw, int) and not isinstance(raw, bool)
     need(whole and raw >= low, f"a whole number >= {low}")
     return raw
-
-
-def is_file_spec(target: str) -> bool:
-    """Whether an --engine spec's target (before `:`) names a file, not a module."""
-    return target.endswith(".py") or "/" in target or "\\" in target
 
 
 def _rebase(path: Path, base: Path | None) -> Path:

@@ -111,7 +111,7 @@ def run(
     `keyword` or a bad engine raises a `GradcheckError`.
     """
     from ..cases import collect
-    from ..modes import run_defaults
+    from ..checking.modes import run_defaults
     from ..runner import run as run_cases
 
     if diagnose not in (True, False, "first", "all"):

@@ -30,7 +30,7 @@ def chosen_engine(engine: EngineSpec | None, settings: Settings) -> tuple[Any, s
 def factory_of(engine: Any, settings: Settings) -> Callable[[], Any]:
     """`chosen_engine`'s engine as a factory in this process (`fuzz` runs it here)."""
     if isinstance(engine, str):
-        from ..engines.adapters import load_engine
+        from ..engines.loading import load_engine
 
         return load_engine(engine, settings.engine_named())
     return engine

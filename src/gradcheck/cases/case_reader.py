@@ -17,13 +17,14 @@ from typing import Any
 
 import yaml
 
-from ..defaults import CASE_ELEMENTS
 from ..errors import CaseFileError, CaseProblems
 from ..expression import Expression, ExpressionError, parse
 from ..ops import has_op
 from ..ops.broadcast import fmt_shape
+from ..util.limits import CASE_ELEMENTS
+from .dtypes import DEFAULT_TOLERANCES
 from .inputs import Given, RandomSpec, Source, cotangent_spec, stable_seed
-from .model import DEFAULT_TOLERANCES, Case, InvalidCase, Tolerance
+from .model import Case, InvalidCase, Tolerance
 from .reading import Map, Seq, check_read, line_of
 from .values import (
     FAILED,

@@ -29,8 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias, TypeVar
 
-from ..lazy_numpy import np
-from .model import numpy_dtype
+from ..util.lazy_numpy import np
+from .dtypes import numpy_dtype
 
 INITS = ("normal", "uniform", "positive", "integers")
 _RANGES = {"uniform": (-1.0, 1.0), "positive": (0.5, 2.0), "integers": (-3, 3)}

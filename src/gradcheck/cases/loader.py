@@ -45,9 +45,9 @@ from typing import Any
 
 import yaml
 
-from ..defaults import MAX_ELEMENTS, RUN_ELEMENTS
 from ..errors import CaseFileError, CaseProblems, UsageError
-from ..lazy_numpy import np
+from ..util.lazy_numpy import np
+from ..util.limits import MAX_ELEMENTS, RUN_ELEMENTS
 from .case_reader import CASE_KEYS, INTERNAL, CaseReader, case_elements, invalid_case
 from .model import Case, InvalidCase
 from .reading import Map, Seq, check_read, read_text, read_yaml

@@ -8,44 +8,15 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..expression import Expression
-from ..lazy_numpy import np
+from ..util.lazy_numpy import np
+from .dtypes import DEFAULT_TOLERANCES
+from .inputs import directions, draw_all, tangents
 
 if TYPE_CHECKING:
     from .inputs import Given, Source
 
-# Per-dtype default tolerances, as torch.testing.assert_close uses: (rtol, atol).
-DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
-    "float16": (1e-3, 1e-5),
-    "bfloat16": (1.6e-2, 1e-5),
-    "float32": (1.3e-6, 1e-5),
-    "float64": (1e-7, 1e-7),
-}
-DTYPES = tuple(DEFAULT_TOLERANCES)
-# Judged by their distance from a float64 answer for the same rounded inputs, next to
-# TensorFlow's own (comparison/compare.py), unless the case sets a tolerance.
-LOW_PRECISION = ("float16", "bfloat16")
 MODES = ("rev", "fwd")  # reverse mode (VJPs, SPEC §2) and forward mode (JVPs)
 ORDERS = (1, 2)
-
-
-def numpy_dtype(name: str) -> np.dtype:
-    """The NumPy dtype for a case dtype; bfloat16 comes from ml_dtypes (a TensorFlow dependency)."""
-    if name == "bfloat16":
-        import ml_dtypes
-
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype(name)
-
-
-def machine_epsilon(dtype: np.dtype | str) -> float:
-    """The spacing of floats of `dtype` at 1. NumPy's own floats' from NumPy: importing
-    ml_dtypes, whose `finfo` also knows bfloat16, takes seconds, so only bfloat16 pays it."""
-    dtype = numpy_dtype(dtype) if isinstance(dtype, str) else np.dtype(dtype)
-    if dtype.kind == "f":
-        return float(np.finfo(dtype).eps)
-    import ml_dtypes
-
-    return float(ml_dtypes.finfo(dtype).eps)
 
 
 @dataclass(frozen=True)
@@ -133,8 +104,6 @@ class Case:
     def _draw(self) -> tuple[dict[str, np.ndarray], np.ndarray]:
         drawn = self._drawn
         if drawn is None:
-            from .inputs import draw_all
-
             with _DRAWING:
                 if self._drawn is None:
                     arrays = draw_all({**self.sources, _COTANGENT: self.cotangent_source})
@@ -156,16 +125,12 @@ class Case:
 
     def tangents(self) -> dict[str, np.ndarray]:
         """Forward mode's seeded tangent of each input in `wrt` (`inputs.tangents`)."""
-        from .inputs import tangents  # inputs.py reads this module's dtypes
-
         if self.given_tangents is not None:
             return self.given_tangents
         return tangents(self.seed, self.inputs, self.wrt_inputs)
 
     def directions(self) -> dict[str, np.ndarray]:
         """Second order's seeded direction v of each input in `wrt` (`inputs.directions`)."""
-        from .inputs import directions
-
         if self.given_directions is not None:
             return self.given_directions
         return directions(self.seed, self.inputs, self.wrt_inputs)

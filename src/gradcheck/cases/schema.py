@@ -12,9 +12,10 @@ from typing import Any
 
 from ..ops import all_ops
 from .case_reader import IDENTIFIER_PATTERN, NAME_PATTERN
+from .dtypes import DTYPES
 from .inputs import INITS
 from .loader import DEFAULT_KEYS
-from .model import DTYPES, MODES
+from .model import MODES
 from .values import COTANGENTS, MAX_RANK, REFERENCES, TOLERANCE_KEYS
 
 

@@ -15,8 +15,9 @@ from typing import Any
 
 from ..errors import CaseFileError, CaseProblems
 from ..ops.broadcast import fmt_shape
+from .dtypes import DTYPES
 from .inputs import Given
-from .model import DTYPES, MODES, ORDERS
+from .model import MODES, ORDERS
 from .reading import Map, Seq
 
 SPEC_KEYS = ("shape", "init", "low", "high", "seed")

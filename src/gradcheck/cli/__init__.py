@@ -35,7 +35,7 @@ app.add_typer(cache_app, name="cache")
 
 def main() -> None:
     """Console-script entry point."""
-    from ..stderr import python_stderr_kept
+    from ..util.stderr import python_stderr_kept
 
     try:
         with python_stderr_kept():  # messages reach stderr while TensorFlow imports

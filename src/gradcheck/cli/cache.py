@@ -38,8 +38,8 @@ def cache_verify(
     Also reports entries missing from the cache's lock or changed since they were locked.
     Nothing in the cache is changed.
     """
-    from ..cache import ReferenceCache
-    from ..lock import verify
+    from ..references.cache import ReferenceCache
+    from ..references.lock import verify
     from ..report.text import plural
 
     cases, folder = _valid_cases(paths, cache_dir)
@@ -63,8 +63,8 @@ def cache_lock(paths: Paths = None, cache_dir: CacheDir = None) -> None:
     """Write the cache's lock (gradcheck.lock in the cache folder): a text manifest of the
     cases' cached references, which --require-cache then holds the cache to. Commit it
     and review changes to it."""
-    from ..cache import ReferenceCache
-    from ..lock import write_lock
+    from ..references.cache import ReferenceCache
+    from ..references.lock import write_lock
 
     cases, folder = _valid_cases(paths, cache_dir)
     done = write_lock(cases, ReferenceCache(folder, read_only=True))

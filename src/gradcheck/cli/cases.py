@@ -104,7 +104,7 @@ def init_engine(
 
     The adapter has a stub for every op; the case file, beside it, two cases to start with.
     """
-    from ..scaffold import write_scaffold
+    from .scaffold import write_scaffold
 
     load_user_ops(ops_files)
     engine_file, cases_file = write_scaffold(path, force=force)

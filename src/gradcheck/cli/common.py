@@ -116,7 +116,7 @@ def run_settings(given: dict[str, object]) -> Settings:
 
 def engine_factory(settings: Settings):
     """The settings' engine, loaded here; its errors say where it was set."""
-    from ..engines.adapters import load_engine
+    from ..engines.loading import load_engine
 
     return load_engine(settings.engine, settings.engine_named())
 

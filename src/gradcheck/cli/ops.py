@@ -99,7 +99,7 @@ def ops(
 
 
 def _coverage(settings):
-    from ..diagnosis.report_card import coverage
+    from ..diagnosis.run.report_card import coverage
     from ..engines.driver import EngineFailure, call_engine
     from ..ops import all_ops
 
@@ -177,7 +177,7 @@ def faults() -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from ..diagnosis.catalogue import CATALOGUE
+    from ..diagnosis.faults.catalogue import CATALOGUE
 
     table = Table(box=None, pad_edge=False, show_lines=False)
     table.add_column("fault")

@@ -41,8 +41,8 @@ class Report:
         self.rich_to_stdout = format not in FILE_FORMATS or output is not None
 
     def run(self, collected, engine, options) -> None:
-        from ..interrupts import quiet
         from ..runner import run as run_cases
+        from ..util.interrupts import quiet
         from .progress import progress
 
         total = len(collected.items)
@@ -80,7 +80,7 @@ class Report:
             _print_durations(result, self.durations, stderr=not self.rich_to_stdout)
         if self.output is None:
             return None
-        from ..atomic import write_report
+        from ..util.atomic import write_report
 
         text = writers[into_file]() if into_file in writers else _plain_report(result, verbose)
         try:

@@ -209,9 +209,9 @@ def run(
     Options not given come from [tool.gradcheck] in the nearest pyproject.toml, or from
     gradcheck.toml (see the README), else from the defaults shown."""
     from ..cases import collect
-    from ..interrupts import Interrupted, handled
-    from ..modes import run_defaults
+    from ..checking.modes import run_defaults
     from ..runner import needs_tensorflow, prefetch_tensorflow
+    from ..util.interrupts import Interrupted, handled
 
     given = dict(
         paths=paths, engine=engine, ops=ops_files, rtol=rtol, atol=atol, cache=cache,

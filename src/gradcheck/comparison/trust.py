@@ -12,7 +12,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..cases.model import LOW_PRECISION, Case, Tolerance
+from ..cases.dtypes import LOW_PRECISION
+from ..cases.model import Case, Tolerance
 from ..engines.driver import EngineRun
 from ..results import Hint
 from .compare import compare

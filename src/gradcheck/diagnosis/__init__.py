@@ -22,22 +22,23 @@ from ..cases.model import Case
 from ..ops.broadcast import fmt_shape
 from ..ops.reductions import reduced_size
 from ..results import CaseResult, Hint, RunResult
-from . import dtypes, idiom
-from .brief import brief_note, known_hints
-from .conventions import kink_hint, observe
-from .driver import FIXES, driver_hint, stale_node, unexplained
-from .errors import diagnose_error, raising_too
+from . import idiom
 from .evidence import Evidence
-from .faults import FAULTS
-from .findings import node_forward_hint, op_vjp_hint
-from .fingerprints import case_fingerprints
-from .kinks import kink_mask
-from .localise import NodeCheck, check_nodes
-from .mechanisms import Prober
-from .patterns import ANALYSES, Subject
-from .ranking import dedupe, fold, rank, rank_beside_bug
-from .report_card import report_card
-from .root_causes import cite, root_causes
+from .faults.fingerprints import case_fingerprints
+from .faults.planted import FAULTS
+from .localisation.driver import FIXES, driver_hint, stale_node, unexplained
+from .localisation.localise import NodeCheck, check_nodes
+from .mechanisms import dtypes
+from .mechanisms.conventions import kink_hint, observe
+from .mechanisms.errors import diagnose_error, raising_too
+from .mechanisms.findings import node_forward_hint, op_vjp_hint
+from .mechanisms.kinks import kink_mask
+from .mechanisms.patterns import ANALYSES, Subject
+from .mechanisms.probes import Prober
+from .run.brief import brief_note, known_hints
+from .run.ranking import dedupe, fold, rank, rank_beside_bug
+from .run.report_card import report_card
+from .run.root_causes import cite, root_causes
 
 Step = Callable[[], list[Hint]]
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..cases.model import Case
-from ..engines.builtin import BuiltinEngine
+from ..engines.builtin.engine import BuiltinEngine
 from ..engines.driver import EngineFailure, EngineRun
 from ..engines.protocol import EngineFactory
 from ..results import CaseResult, Hint
-from . import dtypes, idiom
+from . import idiom
+from .mechanisms import dtypes
 
 
 @dataclass
@@ -53,8 +54,8 @@ class Evidence:
 
 @dataclass
 class ModeEvidence:
-    """What the diagnosis of forward mode (`diagnosis.forward`) or second order
-    (`diagnosis.second_order`) starts from: the engine's run, or what it raised."""
+    """What the diagnosis of forward mode (`diagnosis.modes.forward`) or second order
+    (`diagnosis.modes.second_order`) starts from: the engine's run, or what it raised."""
 
     case: Case
     engine_factory: EngineFactory

@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 
 from ..cases.model import Case, InvalidCase
-from ..engines.adapters import STOCK, load_engine
-from ..engines.builtin import BuiltinEngine
+from ..engines.builtin.engine import BuiltinEngine
+from ..engines.loading import STOCK, load_engine
 from ..results import RunResult
-from .localise import NodeCheck, check_nodes
+from .localisation.localise import NodeCheck, check_nodes
 
 FAILING = ("failed", "error")
 
@@ -160,7 +160,7 @@ def load_engine(spec):
         sys.path.insert(0, CWD)
         module = importlib.import_module(target)
     else:  # builtin, torch, jax, autograd, tensorflow: gradcheck's own adapters
-        from gradcheck.engines.adapters import load_engine as stock
+        from gradcheck.engines.loading import load_engine as stock
 
         return stock(spec)
     return getattr(module, name or "Engine")

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..cases.model import machine_epsilon
+from ..cases.dtypes import machine_epsilon
 from ..expression import Expression, Node
 from ..results import Hint
 from .protocol import is_functional
@@ -54,7 +54,7 @@ class EngineRun:
     grads: dict[str, np.ndarray]
     grads_again: dict[str, np.ndarray] | None = None
     notes: list[str] = field(default_factory=list)
-    # What a reference knows of its own accuracy (the numeric one, `engines.numeric`), per
+    # What a reference knows of its own accuracy (the numeric one, `references.numeric`), per
     # wrt name: elements it cannot judge, and an atol to add to the case's tolerance.
     untrusted: dict[str, np.ndarray] = field(default_factory=dict)
     slack: dict[str, float] = field(default_factory=dict)
@@ -85,60 +85,6 @@ def scalar_loss(engine: Any, output: Any, cotangent: np.ndarray) -> Any:
     weights = build_call("constant", make_constant, cotangent.copy())
     product = build_call("mul(output, cotangent)", engine.mul, output, weights)
     return build_call("sum(output * cotangent)", engine.sum, product, axis=None, keepdims=False)
-
-
-def run_engine(
-    engine: Any,
-    expression: Expression,
-    inputs: Mapping[str, np.ndarray],
-    wrt: Sequence[str],
-    cotangent: np.ndarray,
-    *,
-    ask_twice: bool = False,
-) -> EngineRun:
-    """Build `expression` in `engine` and differentiate it with respect to `wrt`."""
-    scalar_only = bool(getattr(engine, "scalar_only", False))
-    missing = missing_ops(engine, expression, scalar_only)
-    if missing:
-        raise Unsupported(f"engine has no method for {', '.join(missing)}", missing)
-    if is_functional(engine):
-        from .functional import run_functional  # it builds on this module's helpers
-
-        return run_functional(engine, expression, inputs, wrt, cotangent, ask_twice=ask_twice)
-    dtype = cotangent.dtype
-    built = build_expression(
-        engine, expression, inputs, differentiable_inputs(expression, wrt), dtype
-    )
-    output = built[expression.output]
-    raw = call_engine("value", engine.value, output)
-    run = EngineRun(as_array(raw, "value(output)"), {})
-    returned = [raw]
-    target, seed = output, cotangent
-    if scalar_only:  # SPEC §4: the engine differentiates sum(output * cotangent) itself
-        target, seed = scalar_loss(engine, output, cotangent), np.ones((), dtype)
-
-    def ask(names: Sequence[str]) -> dict[str, np.ndarray]:
-        nodes = [built[expression.lookup(n)] for n in names]
-        result = call_engine("grad", engine.grad, target, nodes, seed.copy())
-        grads = check_grads(result, names)
-        returned.extend(result)
-        return grads
-
-    try:
-        run.grads = ask(wrt)
-    except EngineFailure as failure:
-        # SPEC §4: an engine may refuse gradients with respect to intermediate nodes.
-        leaves = [n for n in wrt if n in expression.inputs]
-        if not leaves or len(leaves) == len(wrt):
-            raise
-        run.grads = ask(leaves)
-        wrt = leaves
-        run.notes.append(
-            f"engine cannot differentiate with respect to intermediate nodes: {failure.message}"
-        )
-    if ask_twice:
-        run.grads_again = ask(wrt)
-    return record_returned(run, returned)
 
 
 def record_returned(run: EngineRun, returned: Sequence[Any]) -> EngineRun:

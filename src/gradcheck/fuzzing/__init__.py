@@ -24,13 +24,13 @@ from pathlib import Path
 
 from ..cases.loader import load_case, load_file
 from ..cases.model import Case
-from ..engines.adapters import engine_name
 from ..engines.driver import EngineFailure, call_engine
-from ..engines.numeric import LABEL as NUMERIC_LABEL
+from ..engines.loading import engine_name
 from ..engines.protocol import EngineFactory
-from ..engines.tensorflow import reference_label
 from ..errors import UsageError
 from ..ops import all_ops, has_op
+from ..references.numeric import LABEL as NUMERIC_LABEL
+from ..references.tensorflow import reference_label
 from ..results import CaseResult
 from ..runner import RunOptions, check_case
 from . import search

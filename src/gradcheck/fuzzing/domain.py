@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..cases.model import Case, numpy_dtype
-from ..engines.builtin import BuiltinEngine
+from ..cases.dtypes import numpy_dtype
+from ..cases.model import Case
+from ..engines.builtin.engine import BuiltinEngine
 from ..engines.driver import EngineRun, Unsupported, build_expression
 from ..expression import Node
 from ..ops.broadcast import normalize_axes

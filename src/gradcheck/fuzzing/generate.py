@@ -30,8 +30,9 @@ from typing import Any
 from hypothesis import reject
 from hypothesis import strategies as st
 
+from ..cases.dtypes import DTYPES
 from ..cases.loader import load_case
-from ..cases.model import DTYPES, Case, InvalidCase
+from ..cases.model import Case, InvalidCase
 from ..engines.driver import EngineRun
 from ..ops import Interval, Op, ShapeError, get_op
 from .domain import Unfair, admissible

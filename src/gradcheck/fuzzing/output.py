@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from ..atomic import write_atomic
+from ..util.atomic import write_atomic
 from .search import BugKey, Finding, describe
 
 FIRST_CASE_LINE = 6  # the line of `- name:` in a written file (the comment has four lines)

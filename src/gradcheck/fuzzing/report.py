@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..config import engine_label
+from ..engines.naming import engine_label
 from ..report import render_case, to_dict
 from ..report.text import written_whole
 from ..results import RunResult

@@ -34,8 +34,9 @@ from hypothesis.errors import NoSuchExample
 
 from ..cases.model import Case
 from ..comparison.compare import compare
-from ..engines.driver import Unsupported, run_engine
+from ..engines.driver import Unsupported
 from ..engines.protocol import EngineFactory
+from ..engines.reverse import run_engine
 from ..results import CaseResult
 from ..runner import RunOptions, check_case
 from .coverage import Coverage

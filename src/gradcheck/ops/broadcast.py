@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..lazy_numpy import np
+from ..util.lazy_numpy import np
 from .registry import Shape, ShapeError
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..lazy_numpy import np
+from ..util.lazy_numpy import np
 from .broadcast import broadcast_shapes
 from .registry import JVP, VJP, Interval, Op, Shape, register
 

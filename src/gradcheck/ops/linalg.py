@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..lazy_numpy import np
+from ..util.lazy_numpy import np
 from .broadcast import broadcast_shapes, fmt_shape
 from .registry import Op, Shape, ShapeError, register
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..lazy_numpy import np
+from ..util.lazy_numpy import np
 from .broadcast import normalize_axis
 from .registry import Op, Shape, register
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..lazy_numpy import np
+from ..util.lazy_numpy import np
 from .broadcast import expand_reduced, normalize_axes, reduced_shape
 from .registry import JVP, VJP, Op, Shape, ShapeError, register
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..lazy_numpy import np
+from ..util.lazy_numpy import np
 from .broadcast import broadcast_shapes, fmt_shape, normalize_axes, normalize_axis
 from .registry import Op, Shape, ShapeError, register
 

@@ -140,7 +140,7 @@ def load_ops_files(paths: Iterable[str | os.PathLike[str]]) -> list[Op]:
     A file that cannot be read or imported, or whose declarations are wrong, raises a
     `UsageError`; the ops it had declared before the problem are withdrawn again.
     """
-    from ..modules import import_file
+    from ..util.modules import import_file
 
     declared: list[Op] = []
     for given in paths:

@@ -88,7 +88,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
-    from ..config import engine_label
+    from ..engines.naming import engine_label
 
     state = config.stash.get(STATE, None)
     if state is None or not (state.roots or state.fuzz_examples):

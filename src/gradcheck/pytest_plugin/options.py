@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ..defaults import TIMEOUT
 from ..errors import GradcheckError
+from ..util.limits import TIMEOUT
 
 if TYPE_CHECKING:
     from ..config import Settings

@@ -53,7 +53,7 @@ class State:
     def engine(self) -> EngineFactory:
         """The engine factory, loaded in this process once per session (the fuzz item's)."""
         if self._engine is None:
-            from ..engines.adapters import load_engine
+            from ..engines.loading import load_engine
 
             try:
                 self._engine = load_engine(self.engine_spec, self.settings.engine_named())

@@ -17,10 +17,10 @@ repository root so that it is the path GitHub knows.
 
 from __future__ import annotations
 
-from gradcheck.report.rich_report import headline
-from gradcheck.report.rich_summary import citation
-from gradcheck.report.text import printable
-from gradcheck.results import CaseResult, RunResult
+from ..results import CaseResult, RunResult
+from .rich_report import headline
+from .rich_summary import citation
+from .text import printable
 
 ANNOTATED = ("failed", "error", "invalid")
 

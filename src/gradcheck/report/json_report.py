@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from gradcheck.results import CaseResult, Comparison, InputResult, NodeResult, RunResult
+from ..results import CaseResult, Comparison, InputResult, NodeResult, RunResult
 
 
 def to_dict(run: RunResult, *, tool_version: str, verbose: bool = False) -> dict[str, Any]:

@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from gradcheck.report.rich_report import headline, plain_text
-from gradcheck.report.rich_summary import citation
-from gradcheck.report.text import no_workflow_commands, printable
-from gradcheck.results import CaseResult, RunResult
+from ..results import CaseResult, RunResult
+from .rich_report import headline, plain_text
+from .rich_summary import citation
+from .text import no_workflow_commands, printable
 
 # XML 1.0 cannot hold most control characters at all (not even escaped), and engine
 # tracebacks may carry ANSI colour codes; ElementTree would write them verbatim.

@@ -16,8 +16,8 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from gradcheck.report.text import printable
-from gradcheck.results import CaseResult, Comparison
+from ..results import CaseResult, Comparison
+from .text import printable
 
 STATUS_STYLE = {"passed": "green", "failed": "bold red"}
 # A failing input's arrays are shown without -v when they are this small: seeing the

@@ -20,9 +20,10 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from gradcheck.config import engine_label
-from gradcheck.report.rich_arrays import comparisons
-from gradcheck.report.rich_status import (
+from ..engines.naming import engine_label
+from ..results import CaseResult, Hint, RunResult
+from .rich_arrays import comparisons
+from .rich_status import (
     INDENT,
     STATUS_STYLE,
     STATUS_WORD,
@@ -31,8 +32,8 @@ from gradcheck.report.rich_status import (
     problem_lines,
     status_line,
 )
-from gradcheck.report.rich_summary import citation, run_summary, summary_notes
-from gradcheck.report.text import (
+from .rich_summary import citation, run_summary, summary_notes
+from .text import (
     expr_lines,
     no_workflow_commands,
     printable,
@@ -40,7 +41,6 @@ from gradcheck.report.text import (
     wrap_lines,
     written_whole,
 )
-from gradcheck.results import CaseResult, Hint, RunResult
 
 CONFIDENCE_STYLE = {"exact": "bold green", "likely": "yellow", "possible": "dim"}
 

@@ -11,8 +11,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from gradcheck.report.text import printable
-from gradcheck.results import CaseResult
+from ..results import CaseResult
+from .text import printable
 
 STATUS_WORD = {
     "passed": "PASSED",

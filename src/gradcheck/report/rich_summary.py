@@ -14,8 +14,8 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from gradcheck.report.rich_status import indented
-from gradcheck.results import CaseResult, OpRecord, RootCause, RunResult
+from ..results import CaseResult, OpRecord, RootCause, RunResult
+from .rich_status import indented
 
 SHOWN_CASES = 6  # case ids listed under a cause; the JSON report has them all
 STARTUP_SHOWN_S = 0.05  # a start-up shorter than this is not worth a mention

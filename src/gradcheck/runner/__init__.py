@@ -24,20 +24,21 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from .. import interrupts
 from ..cases.loader import Collected
 from ..cases.model import Case, InvalidCase
 from ..diagnosis import diagnose_run
-from ..diagnosis.root_causes import known
-from ..engines import tensorflow as tensorflow_module
-from ..engines.numeric import LABEL as NUMERIC_LABEL
+from ..diagnosis.run.root_causes import known
+from ..engines.loading import engine_name
 from ..engines.protocol import EngineFactory
-from ..engines.tensorflow import reference_label
+from ..references import tensorflow as tensorflow_module
+from ..references.computed import computed_reference
+from ..references.numeric import LABEL as NUMERIC_LABEL
+from ..references.tensorflow import reference_label
 from ..results import CaseResult, RunResult
+from ..util import interrupts
 from .checker import Checker, check_case
 from .options import DEFAULT_OPTIONS, Isolation, RunOptions, default_isolation
 from .references import (
-    computed_reference,
     needs_tensorflow,
     overlap,
     prefetch_tensorflow,
@@ -172,6 +173,4 @@ def _not_run(item: Case | InvalidCase, why: str) -> CaseResult:
 
 
 def _name(engine: str | EngineFactory) -> str:
-    from ..engines.adapters import engine_name
-
     return engine if isinstance(engine, str) else engine_name(engine)

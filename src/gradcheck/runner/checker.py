@@ -7,31 +7,25 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from ..cache import ReferenceNotCached
-from ..cases.model import LOW_PRECISION, Case
-from ..checking import (
-    Diagnose,
-    EngineOutcome,
-    Known,
-    error,
-    expect_problems,
-    new_result,
-    to_diagnose,
-    verdict,
-)
-from ..config import engine_named
-from ..diagnosis.conventions import follow_conventions
-from ..engines.adapters import engine_spec, load_engine
+from ..cases.dtypes import LOW_PRECISION
+from ..cases.model import Case
+from ..checking.diagnosis_step import Diagnose, Known
+from ..checking.engine_step import EngineOutcome
+from ..checking.modes import checks, mode_verdict
+from ..checking.verdict import error, expect_problems, new_result, to_diagnose, verdict
+from ..diagnosis.mechanisms.conventions import follow_conventions
 from ..engines.driver import EngineFailure, EngineRun
+from ..engines.loading import engine_spec, load_engine
+from ..engines.naming import engine_named
 from ..engines.protocol import EngineFactory
 from ..errors import UsageError
-from ..modes import checks, mode_verdict
 from ..ops.user import loaded_ops_files
+from ..references.cache import ReferenceNotCached
 from ..results import CaseResult, Hint
-from ..workers.engines import InProcess, Isolated, Ticket
-from ..workers.pool import WorkerLost, worker_init
 from .options import DEFAULT_OPTIONS, RunOptions
 from .references import CaseReference, import_within, reference_run
+from .workers.engines import InProcess, Isolated, Ticket
+from .workers.pool import WorkerLost, worker_init
 
 
 class Checker:
@@ -77,12 +71,17 @@ class Checker:
 
     def start(self, case: Case) -> Ticket:
         timeout = case.timeout or self.options.timeout
-        return self.engines.start(case, self.ask_twice(case), timeout, checks(case, self.options))
+        return self.engines.start(
+            case,
+            self.ask_twice(case),
+            timeout,
+            checks(case, self.options.modes, self.options.order),
+        )
 
     def check(self, case: Case, causes: Sequence[tuple[Hint, str]] = ()) -> CaseResult:
         """One case, start to end: the engine starts in its worker, the reference is
         computed here meanwhile (in this process, the engine runs after it). `causes`:
-        the run's causes so far (`diagnosis.root_causes.known`), for its diagnosis."""
+        the run's causes so far (`diagnosis.run.root_causes.known`), for its diagnosis."""
         try:
             started = time.perf_counter()
             ticket = self.start(case)
@@ -120,7 +119,11 @@ class Checker:
         else:  # forward mode (and second order) alone
             result.message = "; ".join(reference_run_.notes)
         diagnose_reverse = reverse and to_diagnose(result, outcome, stale)
-        modes = mode_verdict(case, reference_run_, outcome, result, options)
+        modes = mode_verdict(
+            case, reference_run_, outcome, result,
+            modes=options.modes, order=options.order, strict=options.strict,
+            exact=lambda check: _exact_mode(case, options, check),
+        )  # fmt: skip
         if options.diagnose and (diagnose_reverse or modes):
             try:
                 request = Diagnose(reference_run_, result, stale, prior, diagnose_reverse, modes)
@@ -174,6 +177,15 @@ def _exact_run(case: Case, options: RunOptions, declared: dict[str, str]) -> Eng
         return None  # judged by the tolerance alone
 
 
+def _exact_mode(case: Case, options: RunOptions, check: str) -> EngineRun | None:
+    """float16/bfloat16 in forward mode or second order: the reference's float64 answer on
+    the same rounded inputs and directions, what both engines are judged against."""
+    try:
+        return getattr(reference_run(case.widened(), options), check)
+    except (EngineFailure, ReferenceNotCached):
+        return None  # judged by the tolerance alone
+
+
 def check_case(
     case: Case,
     engine: str | EngineFactory,
@@ -181,6 +193,6 @@ def check_case(
     causes: Sequence[tuple[Hint, str]] = (),
 ) -> CaseResult:
     """Check one case: the reference, the engine (where `options.isolate` says), the
-    verdict, the diagnosis (`causes`: the run's so far, `diagnosis.root_causes.known`)."""
+    verdict, the diagnosis (`causes`: the run's so far, `diagnosis.run.root_causes.known`)."""
     with Checker(engine, options) as checker:
         return checker.check(case, causes)

@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from ..defaults import STALE_CHECK_LIMIT, TIMEOUT
-from ..workers.pool import SUPPORTED as workers_supported
+from ..util.limits import STALE_CHECK_LIMIT, TIMEOUT
+from .workers.pool import SUPPORTED as workers_supported
 
 if TYPE_CHECKING:
-    from ..cache import ReferenceCache
     from ..engines.protocol import EngineFactory
+    from ..references.cache import ReferenceCache
 
 Isolation = Literal["process", "none"]
 

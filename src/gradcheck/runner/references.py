@@ -8,27 +8,27 @@ import contextlib
 import threading
 from dataclasses import replace
 
-from ..cache import ReferenceNotCached
 from ..cases.model import Case
+from ..checking.modes import checks
 from ..comparison.trust import disagreements
-from ..engines import tensorflow as tensorflow_module
-from ..engines.driver import EngineFailure, EngineRun, Unsupported
-from ..engines.numeric import numeric_reference
-from ..engines.numeric_modes import numeric_hvp, numeric_jvp
-from ..engines.tensorflow import TensorFlowEngine, load_tensorflow, silenced_stderr
-from ..modes import checks, run_check, with_modes
+from ..engines.checks import with_modes
+from ..engines.driver import EngineFailure, EngineRun
+from ..references import tensorflow as tensorflow_module
+from ..references.cache import ReferenceNotCached
+from ..references.computed import computed_reference
+from ..references.tensorflow import load_tensorflow
 from .options import DEFAULT_OPTIONS, RunOptions
-
-# The numeric reference of each check (vjp: gradients, jvp: forward mode, hvp: second order).
-_NUMERIC = {"vjp": numeric_reference, "jvp": numeric_jvp, "hvp": numeric_hvp}
 
 
 def reference_run(case: Case, options: RunOptions = DEFAULT_OPTIONS) -> EngineRun:
     """The case's reference (SPEC §8), from `options.cache` if it has it: TensorFlow's, the
-    numeric one (`engines.numeric`), or for `both` TensorFlow's with `doubts` where the
+    numeric one (`references.numeric`), or for `both` TensorFlow's with `doubts` where the
     finite differences disagree with it; with the forward-mode and second-order runs
     the case asks for (`EngineRun.jvp`, `EngineRun.hvp`)."""
-    runs = {check: _reference(case, options, check) for check in checks(case, options)}
+    runs = {
+        check: _reference(case, options, check)
+        for check in checks(case, options.modes, options.order)
+    }
     return with_modes(runs.pop("vjp", None), runs)
 
 
@@ -56,37 +56,6 @@ def _cached(case: Case, options: RunOptions, kind: str, check: str) -> EngineRun
     if cache is not None:
         cache.put(case, reference, kind, check)
     return reference
-
-
-def computed_reference(case: Case, kind: str, check: str = "vjp") -> EngineRun:
-    """The `kind` reference of `case` ("tensorflow" or "numeric") for `check`, computed,
-    no cache."""
-    return _NUMERIC[check](case) if kind == "numeric" else _tensorflow_reference(case, check)
-
-
-def _tensorflow_reference(case: Case, check: str = "vjp") -> EngineRun:
-    unbuilt = [n.op for n in case.expression.op_nodes if n.op and n.op.tf is None]
-    if unbuilt:
-        raise EngineFailure(
-            f"op {unbuilt[0].name} ({unbuilt[0].origin}) declares no TensorFlow builder (tf=), "
-            "so only finite differences can judge it: set `reference: numeric` on the case "
-            "or run with --reference numeric"
-        )
-    try:
-        # Forward mode records on no tape; second order on two, nested.
-        engine = TensorFlowEngine(order={"vjp": 1, "jvp": 0, "hvp": 2}[check])
-    except ImportError as e:
-        message = (
-            f"TensorFlow is not installed ({e}) and the reference is not cached; install "
-            "gradcheck[tensorflow], or use --reference numeric"
-        )
-        raise EngineFailure(message) from None
-    try:
-        # TensorFlow's C++ side logs to fd 2 on first use of some kernels (oneDNN, CUDA).
-        with silenced_stderr():
-            return run_check(engine, case, check)
-    except Unsupported as e:  # a NotImplementedError inside TensorFlow
-        raise EngineFailure(str(e)) from e
 
 
 class CaseReference:

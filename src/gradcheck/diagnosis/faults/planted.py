@@ -1,0 +1,129 @@
+"""Fault fingerprints: the builtin engine with one catalogue fault switched on.
+
+`FaultyEngine` overrides the builtin engine's seams (`vjp_rule`, `reduce_to_shape`,
+`vjp`, `accumulate`, `backward`, and in forward mode `jvp_rule`, `broadcast_tangent`) for
+its fault only; the correct code path in
+`engines/builtin.py` never branches on a fault. When an engine fails a case, the
+faults relevant to it (`relevant_faults`) are run, and every one that reproduces the
+engine's numbers becomes a `fault:<name>` hint (`fault_hint`) of confidence `exact`.
+The catalogue itself is `catalogue.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ...cases.model import Case
+from ...engines.builtin.engine import BuiltinEngine, Tensor
+from ...ops import Op, get_op
+from ...ops.registry import JVP, VJP
+from ...results import Hint
+from .. import idiom
+from .catalogue import CATALOGUE, FAULTS, Fault
+
+__all__ = ["CATALOGUE", "FAULTS", "Fault", "FaultyEngine", "fault_hint", "relevant_faults"]
+
+
+def _traversal_order_backward(
+    engine: FaultyEngine, output: Tensor, cotangent: np.ndarray
+) -> dict[Tensor, np.ndarray]:
+    """The seed's loop: a FIFO of tensors, each propagated when popped, parents queued if absent."""
+    grads: dict[Tensor, np.ndarray] = {output: cotangent}
+    working = [output]
+    while working:
+        tensor = working.pop(0)
+        if tensor.op is None:
+            continue
+        for i, arg in enumerate(tensor.args):
+            if not arg.requires_grad:
+                continue
+            share = engine.vjp(tensor, i, grads[tensor])
+            engine.accumulate(grads, arg, engine.reduce_to_shape(tensor.op, share, arg.value.shape))
+            if not any(queued is arg for queued in working):  # Tensors' `==` is elementwise
+                working.append(arg)
+    return grads
+
+
+class FaultyEngine(BuiltinEngine):
+    """The builtin engine with exactly one fault switched on (and, to compare with an
+    engine that declares them, its subgradient conventions)."""
+
+    def __init__(self, fault: Fault, conventions: Mapping[str, str] | None = None) -> None:
+        super().__init__(conventions)
+        self.fault = fault
+        self.name = f"builtin+{fault.name}"
+
+    def vjp_rule(self, op: Op, i: int) -> VJP:
+        # A variadic op has one rule for every element of its list: keyed (op, 0).
+        key = (op.name, 0 if op.variadic else i)
+        return self.fault.vjps.get(key) or super().vjp_rule(op, i)
+
+    def reduce_to_shape(self, op: Op, share: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        if self.fault.reduce is not None and op.name in self.fault.reduce_ops:
+            return self.fault.reduce(share, shape)
+        return super().reduce_to_shape(op, share, shape)
+
+    def vjp(self, tensor: Tensor, i: int, g: np.ndarray) -> np.ndarray:
+        if self.fault.driver == "no-upstream":
+            g = np.ones_like(g)
+        return super().vjp(tensor, i, g)
+
+    def backward(self, output: Tensor, cotangent: np.ndarray) -> dict[Tensor, Any]:
+        if self.fault.driver == "traversal-order":
+            return _traversal_order_backward(self, output, cotangent)
+        return super().backward(output, cotangent)
+
+    def accumulate(self, grads: dict[Tensor, np.ndarray], arg: Tensor, share: np.ndarray) -> None:
+        if self.fault.driver == "no-accumulate":
+            grads[arg] = share
+        else:
+            super().accumulate(grads, arg, share)
+
+    def jvp_rule(self, op: Op, i: int) -> JVP:
+        key = (op.name, 0 if op.variadic else i)
+        return self.fault.jvps.get(key) or super().jvp_rule(op, i)
+
+    def broadcast_tangent(self, op: Op, share: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        if op.name in self.fault.unbroadcast_tangent:
+            return share
+        return super().broadcast_tangent(op, share, shape)
+
+
+def fault_hint(fault: Fault, case: Case, spell: str, message: str | None = None) -> Hint:
+    """The `fault:<name>` hint for a fault that reproduces the engine on `case`; the fix
+    gets the TensorFlow spelling of the right rules for an engine that builds TF ops."""
+    op = fault.name.split(".")[0]
+    nodes = [n.text for n in case.expression.op_nodes if n.op is not None and n.op.name == op]
+    fix = fault.fix
+    if spell == "tensorflow":
+        rules = [_tf_rule(op_name, arg) for op_name, arg in fault.vjps]
+        fix += "; in TensorFlow: " + ", ".join(r for r in rules if r) if any(rules) else ""
+    return Hint(
+        fault.code,
+        message
+        or f"{fault.summary}; the builtin engine with this one fault reproduces the engine's "
+        "numbers",
+        fix,
+        "exact",
+        op=op if op in fault.ops else None,
+        node=nodes[0] if len(nodes) == 1 else None,
+    )
+
+
+def _tf_rule(op_name: str, arg: int) -> str | None:
+    op = get_op(op_name)
+    text = op.rule(arg, "tensorflow")
+    return f"{op.name}'s VJP for {idiom.param(op, arg)} is `{text}`" if text else None
+
+
+def relevant_faults(op_names: set[str], *, driver: bool = True, check: str = "vjp") -> list[Fault]:
+    """Faults of `check`'s rules worth trying on an expression using `op_names` (driver
+    faults when asked)."""
+    return [
+        f
+        for f in CATALOGUE
+        if f.check == check and ((f.driver is not None and driver) or (f.ops & op_names))
+    ]

@@ -1,0 +1,173 @@
+"""A reference cache entry: its key (everything that determines the reference), and its
+bytes (`encode_entry`, `decode_entry`); see `references.cache` for the format."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import io
+import json
+import math
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from ..cases.dtypes import numpy_dtype
+from ..cases.model import Case
+from ..engines.driver import EngineRun
+
+# Bump when the reference computation changes (TensorFlowEngine, run_engine, op.tf builders).
+REFERENCE_VERSION = 1
+
+
+FORMAT = 1
+
+
+MAGIC = b"gradcheck-reference"
+
+
+class CorruptEntry(Exception):
+    """An entry that fails its checksum or cannot be decoded."""
+
+
+def reference_key(
+    case: Case,
+    tensorflow_version: str,
+    reference_version: int = REFERENCE_VERSION,
+    kind: str = "tensorflow",
+    check: str = "vjp",
+) -> str:
+    """The sha256 (hex) of everything that determines the `kind` reference's results for
+    `case` and `check` (``vjp``, the gradients; ``jvp``, forward mode; ``hvp``, second order);
+    `tensorflow_version` is NumPy's for the numeric reference."""
+    digest = hashlib.sha256()
+
+    def part(tag: str, data: bytes | str) -> None:
+        raw = data.encode() if isinstance(data, str) else data
+        digest.update(f"{tag}:{len(raw)}:".encode())  # length-prefixed: parts cannot run together
+        digest.update(raw)
+
+    part("reference", str(reference_version))
+    if kind != "tensorflow":
+        part("kind", kind)
+    part("tensorflow", tensorflow_version)
+    part("onednn", os.environ.get("TF_ENABLE_ONEDNN_OPTS", "0"))
+    part("expr", case.expr)
+    ops = [
+        [n.op.name, n.op.tf_name, sorted(n.attrs.items())]
+        + ([n.op.origin, _declaring_file_digest(n.op.origin)] if n.op.origin else [])
+        for n in case.expression.op_nodes
+        if n.op
+    ]
+    part("ops", json.dumps(ops, default=repr))
+    part("wrt", json.dumps(list(case.wrt)))
+    part("dtype", case.dtype)
+    for name in sorted(case.inputs):
+        part("input", name)
+        _hash_array(part, case.inputs[name])
+    part("cotangent", "")
+    _hash_array(part, case.cotangent)
+    if check != "vjp":  # the JVPs along the tangents, or the gradient of sum(grad * v)
+        part("check", check)
+        for name, array in (case.tangents() if check == "jvp" else case.directions()).items():
+            part("direction", name)
+            _hash_array(part, array)
+    return digest.hexdigest()
+
+
+@functools.cache
+def _declaring_file_digest(origin: str) -> str:
+    """The sha256 of the file that declared a user op (``file:line``): edit it, miss the cache."""
+    try:
+        return hashlib.sha256(Path(origin.rpartition(":")[0]).read_bytes()).hexdigest()
+    except OSError:
+        return "unreadable"
+
+
+def _hash_array(part: Callable[[str, bytes | str], None], array: np.ndarray) -> None:
+    array = np.asarray(array)
+    part("dtype", f"{array.dtype.name}/{array.dtype.str}")
+    part("shape", json.dumps(list(array.shape)))
+    part("data", np.ascontiguousarray(array).tobytes())
+
+
+def encode_entry(key: str, tensorflow_version: str, run: EngineRun) -> bytes:
+    arrays = [("forward", run.forward)] + [(f"grad:{n}", g) for n, g in run.grads.items()]
+    arrays += [(f"untrusted:{n}", mask) for n, mask in run.untrusted.items()]
+    blobs, described = [], []
+    for name, array in arrays:
+        array = np.asarray(array)
+        buffer = io.BytesIO()
+        np.save(buffer, array, allow_pickle=False)
+        blobs.append(buffer.getvalue())
+        described.append({"name": name, "dtype": array.dtype.name, "size": len(blobs[-1])})
+    header = {
+        "key": key,
+        "tensorflow": tensorflow_version,
+        "reference_version": REFERENCE_VERSION,
+        "arrays": described,
+        "notes": list(run.notes),
+        "slack": dict(run.slack),
+    }
+    body = json.dumps(header, sort_keys=True).encode() + b"\n" + b"".join(blobs)
+    checksum = hashlib.sha256(body).hexdigest()
+    return MAGIC + f" {FORMAT} {checksum}\n".encode() + body
+
+
+def decode_entry(raw: bytes, key: str) -> EngineRun:
+    """The reference an entry holds; `CorruptEntry` unless every check passes."""
+    try:
+        first, body = raw.split(b"\n", 1)
+        magic, version, checksum = first.split(b" ")
+        if magic != MAGIC or version != str(FORMAT).encode():
+            raise CorruptEntry("not a gradcheck reference entry of this format")
+        if hashlib.sha256(body).hexdigest().encode() != checksum:
+            raise CorruptEntry("checksum mismatch (truncated or altered)")
+        header_line, payload = body.split(b"\n", 1)
+        header = json.loads(header_line)
+        if header["key"] != key:
+            raise CorruptEntry("entry holds another key")
+        arrays: dict[str, np.ndarray] = {}
+        offset = 0
+        for item in header["arrays"]:
+            blob = payload[offset : offset + item["size"]]
+            offset += item["size"]
+            arrays[item["name"]] = _load_array(blob, item["dtype"])
+        if offset != len(payload) or "forward" not in arrays:
+            raise CorruptEntry("payload does not match its header")
+    except CorruptEntry:
+        raise
+    except Exception as e:  # whatever else a damaged entry makes the decoding raise
+        raise CorruptEntry(f"{type(e).__name__}: {e}") from e
+    grads = {n.removeprefix("grad:"): a for n, a in arrays.items() if n.startswith("grad:")}
+    untrusted = {
+        n.removeprefix("untrusted:"): a for n, a in arrays.items() if n.startswith("untrusted:")
+    }
+    return EngineRun(
+        arrays["forward"],
+        grads,
+        notes=list(header["notes"]),
+        untrusted=untrusted,
+        slack=dict(header.get("slack", {})),
+    )
+
+
+def _load_array(blob: bytes, dtype_name: str) -> np.ndarray:
+    array = np.load(io.BytesIO(blob), allow_pickle=False)
+    if array.dtype.name != dtype_name:
+        # NumPy saves extension dtypes (ml_dtypes' bfloat16) as raw void bytes.
+        wanted = numpy_dtype(dtype_name)
+        if array.dtype.itemsize != wanted.itemsize:
+            raise CorruptEntry(f"array saved as {array.dtype}, header says {dtype_name}")
+        array = array.view(wanted)
+    return array
+
+
+def largest_entry(case: Case) -> int:
+    """The most bytes an entry of `case`'s reference can hold: float64 arrays of the output's
+    and every wrt node's shape (and a numeric reference's masks beside the gradients), with
+    generous room for headers."""
+    shapes = [case.expression.output.shape, *(case.expression.lookup(n).shape for n in case.wrt)]
+    return 16 * sum(math.prod(shape) for shape in shapes) + 8192 * len(shapes) + (1 << 16)
