@@ -246,6 +246,42 @@ def test_parser_and_shape_check_know_the_op(ops_file: Path) -> None:
         parse("scaled_tanh(x, beta=1.0)", {"x": (2,)})
 
 
+def test_an_attribute_may_be_a_string(tmp_path: Path) -> None:
+    """Attributes such as conv's `padding='SAME'` arrive as the strings written."""
+    path = write(
+        tmp_path,
+        "scale_ops.py",
+        """
+        import numpy as np
+        import gradcheck
+
+        FACTOR = {"double": 2.0, "half": 0.5}
+
+        @gradcheck.op(
+            shape=gradcheck.same_shape, vjps=[lambda g, ans, x, mode: g * FACTOR[mode]]
+        )
+        def scale_by(x, *, mode="double"):
+            return FACTOR[mode] * x
+        """,
+    )
+    load_ops_files([path])
+    expression = parse("scale_by(x, mode='half')", {"x": (3,)})
+    assert expression.output.attrs == {"mode": "half"}
+    case = load_case(
+        tmp_path,
+        """
+        cases:
+          - name: half
+            expr: scale_by(x, mode='half')
+            inputs: {x: [1.0, 2.0, 3.0]}
+            reference: numeric
+        """,
+    )
+    result = check_case(case, BuiltinEngine, RunOptions(reference="numeric"))
+    assert result.status == "passed", result.message
+    assert result.forward.max_abs_diff == 0.0
+
+
 def test_builtin_engine_and_both_references_judge_an_op_with_vjps(
     tmp_path: Path, ops_file: Path
 ) -> None:

@@ -312,13 +312,17 @@ def _float(node: ast.expr) -> float:
 
 
 def _literal(node: ast.expr, text: str) -> Any:
-    """An attribute's value: a number, true/false, None or a list of those."""
-    if isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, bool)):
+    """An attribute's value: a number, a string ('SAME'), True/False, None or a list of
+    those."""
+    if isinstance(node, ast.Constant) and (
+        node.value is None or isinstance(node.value, (bool, str))
+    ):
         return node.value
     if _is_number(node):
         return _number(node)
     if isinstance(node, (ast.List, ast.Tuple)):
         return [_literal(e, text) for e in node.elts]
     raise ExpressionError(
-        f"{text}: attributes must be literal numbers, lists, True/False or None", node.lineno
+        f"{text}: attributes must be literal numbers, strings, lists, True/False or None",
+        node.lineno,
     )
