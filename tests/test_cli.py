@@ -229,6 +229,20 @@ def test_list_prints_file_line_name_for_every_case():
     assert invoke("list").stdout == result.stdout
 
 
+def test_list_never_breaks_a_case_id_longer_than_the_terminal(tmp_path: Path):
+    """A case id copied from the terminal must work as typed: it runs long, never wrapped
+    (a wrap at `::` once put a zero-width space between the colons)."""
+    folder = tmp_path / ("a_folder_whose_name_is_long_" * 3)
+    folder.mkdir()
+    write(folder / "cases.yaml", "cases:\n  - name: product\n    expr: x * y\n"
+          "    inputs: {x: [1.0], y: [2.0]}\n")  # fmt: skip
+    result = invoke("list", folder, env={"COLUMNS": "40"})
+    assert result.exit_code == 0, result.stderr
+    case_id = f"{folder / 'cases.yaml'}:2::product"
+    assert case_id in result.stdout.splitlines()[0]
+    assert "\u200b" not in result.stdout
+
+
 def test_list_reports_invalid_cases_on_stderr_and_exits_2(mixed: Path):
     result = invoke("list", mixed)
     assert result.exit_code == 2

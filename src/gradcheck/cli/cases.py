@@ -59,7 +59,7 @@ def list_cases(
     invalid = print_problems(items)
     listed = [_listed(item, console.width) for item in items if isinstance(item, Case)]
     with written_whole(console):  # in one print: a print a case took twice as long
-        console.print(Group(*listed), soft_wrap=False)
+        console.print(Group(*listed), soft_wrap=False, crop=False)
     console.print(
         plural(len(items) - invalid, "case") + (f", {invalid} invalid" if invalid else "")
     )
@@ -76,7 +76,8 @@ def _listed(case, width: int):
     from ..report.text import expr_lines, printable
 
     lines = expr_lines(case.expr)
-    head = Text(printable(f"{case.location}::{case.name}"))
+    # A case id is never broken: copied from the terminal, it must work as typed.
+    head = Text(printable(f"{case.location}::{case.name}"), no_wrap=True, overflow="ignore")
     tags = Text(f"[{', '.join(case.tags)}]", style="dim") if case.tags else Text()
     one_line = Text.assemble(head, "  ", (lines[0] if lines else "", "cyan"))
     if tags:
