@@ -1,19 +1,20 @@
-"""The README's examples are files the suite runs: examples/tiny_engine.py, and the user-op
-declaration examples/custom_op/softplus_ops.py."""
+"""The examples of README.md and docs/ are what the code does: the engines and the user op
+they show are files the suite runs (examples/tiny_engine.py,
+examples/custom_op/softplus_ops.py), and the runs they show are what gradcheck prints
+today. Each test reads its example from the section of the page that shows it."""
 
 import re
 from pathlib import Path
 
 from typer.testing import CliRunner
 
+from docs_pages import PAGES, ROOT, section
 from gradcheck.cli import app
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_readme_adapter_example_is_the_tested_file():
-    readme = (ROOT / "README.md").read_text()
-    blocks = re.findall(r"```python\n(import numpy as np\n.*?)```", readme, re.S)
+    shown = section("README.md", "Your own engine in five minutes")
+    blocks = re.findall(r"```python\n(import numpy as np\n.*?)```", shown, re.S)
     adapters = [block for block in blocks if "def grad(self, output, wrt, cotangent)" in block]
     assert len(adapters) == 1, "the README lost its adapter example"
     source = (ROOT / "examples" / "tiny_engine.py").read_text()
@@ -21,18 +22,17 @@ def test_readme_adapter_example_is_the_tested_file():
     assert adapters[0] == body
 
 
-def test_readme_user_op_example_is_the_tested_file():
-    readme = (ROOT / "README.md").read_text()
+def test_user_op_example_is_the_tested_file():
+    shown = section("docs/user-ops.md", "User-defined ops")
     source = (ROOT / "examples" / "custom_op" / "softplus_ops.py").read_text()
     body = source.split('"""', 2)[2].lstrip("\n")
-    assert f"```python\n{body}```" in readme
+    assert f"```python\n{body}```" in shown
 
 
 def mechanism_rows() -> list[tuple[str, str, str]]:
-    """(mechanism, the example's message, the bug class) of each row of the README's
-    mechanism table."""
-    readme = (ROOT / "README.md").read_text()
-    table = readme.split("### Mechanisms: what is wrong with the rule", 1)[1].split("###", 1)[0]
+    """(mechanism, the example's message, the bug class) of each row of the mechanism
+    table."""
+    table = section("docs/diagnosis.md", "Mechanisms: what is wrong with the rule")
     rows = []
     for line in table.splitlines():
         found = re.match(r"\| `([^`]+)`.*?\| `([^`]+)`.*\(`(\w+_bugs\.py:\w+)`", line)
@@ -41,7 +41,7 @@ def mechanism_rows() -> list[tuple[str, str, str]]:
     return rows
 
 
-def test_readme_shows_an_example_of_each_mechanism_from_a_real_run():
+def test_diagnosis_shows_an_example_of_each_mechanism_from_a_real_run():
     from corpus import BUGS
     from gradcheck.runner import RunOptions, run
     from test_corpus import bug_case, engine
@@ -60,13 +60,13 @@ def test_readme_shows_an_example_of_each_mechanism_from_a_real_run():
         assert all(p.strip(" ()") in top.message for p in parts), (spec, top.message)
 
 
-def test_readme_run_level_summary_is_a_real_run(monkeypatch):
-    """The README's run diagnosis is what `gradcheck run` prints, to the summary line."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## The run as a whole", 1)[1]
-    shown = re.search(r"```text\n(run diagnosis:.*?)\n\n\d+ failed", section, re.S)
-    assert shown, "the README lost its run-level summary"
-    monkeypatch.chdir(ROOT)  # the paths in the report read as the README's
+def test_diagnosis_run_level_summary_is_a_real_run(monkeypatch):
+    """The run diagnosis docs/diagnosis.md shows is what `gradcheck run` prints, to the
+    summary line."""
+    page = section("docs/diagnosis.md", "The run as a whole: root causes and the report card")
+    shown = re.search(r"```text\n(run diagnosis:.*?)\n\n\d+ failed", page, re.S)
+    assert shown, "docs/diagnosis.md lost its run-level summary"
+    monkeypatch.chdir(ROOT)  # the paths in the report read as the page's
     args = ["run", "cases/", "--engine", "tests/planted_engines.py:LeadingOnly", "-q"]
     output = CliRunner().invoke(app, [*args, "--no-cache"], env={"COLUMNS": "88"}).output
     printed = output[output.index("run diagnosis:") :].split("\n\n")[0]
@@ -74,16 +74,16 @@ def test_readme_run_level_summary_is_a_real_run(monkeypatch):
 
 
 def shown_lines(text: str) -> list[str]:
-    """A run's lines as the README shows them: timings as <t>, no trailing space, no blank
+    """A run's lines as the docs show them: timings as <t>, no trailing space, no blank
     line, and no TensorFlow start-up, which only a run that waited for its import counts
-    apart (not the README's point)."""
+    apart (not the docs' point)."""
     text = re.sub(r" \(\+\d+\.\d+s TensorFlow start-up\)", "", text)
     timed = (re.sub(r"\d+\.\d+s\b", "<t>", line.rstrip()) for line in text.splitlines())
     return [line for line in timed if line]
 
 
 def assert_shown_in(shown: str, printed: str) -> None:
-    """The lines the README shows (but `...` elisions) are lines of what the command
+    """The lines a page shows (but `...` elisions) are lines of what the command
     printed, in its order; a line ending in ` ...` is shown by its start."""
     lines = iter(shown_lines(printed))
     for line in shown_lines(shown):
@@ -95,14 +95,13 @@ def assert_shown_in(shown: str, printed: str) -> None:
             assert line in lines, line
 
 
-def test_readme_forward_mode_and_second_order_examples_are_real_runs():
-    """Each line of the README's two runs of examples/modes/ (but `...` elisions and
-    timings) is in what the command prints today."""
+def test_forward_mode_and_second_order_examples_are_real_runs():
+    """Each line of the two runs of examples/modes/ that docs/forward-and-second-order.md
+    shows (but `...` elisions and timings) is in what the command prints today."""
     import shlex
 
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Forward mode and second order", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```text\n\$ (gradcheck run examples/modes/.*?)\n(.*?)```", section, re.S)
+    page = section("docs/forward-and-second-order.md", "Diagnosis")
+    blocks = re.findall(r"```text\n\$ (gradcheck run examples/modes/.*?)\n(.*?)```", page, re.S)
     assert len(blocks) == 2
 
     for command, shown in blocks:
@@ -111,17 +110,16 @@ def test_readme_forward_mode_and_second_order_examples_are_real_runs():
         assert_shown_in(shown, out.stdout)
 
 
-def test_readme_two_file_engine_is_a_real_run(tmp_path, monkeypatch):
-    """The README's engine over two files, built as it says: `gradcheck init-engine
+def test_engines_two_file_engine_is_a_real_run(tmp_path, monkeypatch):
+    """docs/engines.md's engine over two files, built as it says: `gradcheck init-engine
     myad/engine.py`, examples/tiny_engine.py's Var and unbroadcast in myad/tape.py, its
-    Engine in myad/engine.py under the README's imports, the bug it plants; the run it
+    Engine in myad/engine.py under the page's imports, the bug it plants; the run it
     shows is what `gradcheck run` prints."""
     import shlex
 
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("### An engine over two files", 1)[1].split("\n### ", 1)[0]
-    header = re.search(r"```python\n# myad/engine.py\n(.*?)class Engine:", section, re.S)
-    command, shown = re.search(r"```text\n\$ (gradcheck run .*?)\n(.*?)```", section, re.S).groups()
+    page = section("docs/engines.md", "An engine over two files")
+    header = re.search(r"```python\n# myad/engine.py\n(.*?)class Engine:", page, re.S)
+    command, shown = re.search(r"```text\n\$ (gradcheck run .*?)\n(.*?)```", page, re.S).groups()
     monkeypatch.chdir(tmp_path)
     runner = CliRunner()
     assert runner.invoke(app, ["init-engine", "myad/engine.py"]).exit_code == 0
@@ -130,7 +128,7 @@ def test_readme_two_file_engine_is_a_real_run(tmp_path, monkeypatch):
     Path("myad/tape.py").write_text(tiny[:engine_at])
     right = "grads[id(parent)] = grads.get(id(parent), 0) + share"
     planted = "grads[id(parent)] = share"
-    assert right in tiny and f"`{planted}`" in section
+    assert right in tiny and f"`{planted}`" in page
     Path("myad/engine.py").write_text(header.group(1) + tiny[engine_at:].replace(right, planted))
     out = runner.invoke(app, [*shlex.split(command)[1:], "--no-cache"], env={"COLUMNS": "80"})
     assert out.exit_code == 1, out.output
@@ -138,21 +136,20 @@ def test_readme_two_file_engine_is_a_real_run(tmp_path, monkeypatch):
 
 
 def test_readme_init_engine_run_is_what_it_prints(tmp_path, monkeypatch):
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("### Start from `gradcheck init-engine`", 1)[1]
-    shown = re.search(r"```text\n\$ gradcheck init-engine my_engine.py\n(.*?)```", section, re.S)
+    page = section("README.md", "Start from `gradcheck init-engine`")
+    shown = re.search(r"```text\n\$ gradcheck init-engine my_engine.py\n(.*?)```", page, re.S)
     monkeypatch.chdir(tmp_path)
     out = CliRunner().invoke(app, ["init-engine", "my_engine.py"])
     assert out.exit_code == 0
     assert out.output == shown.group(1)
     skipped = CliRunner().invoke(app, ["run", "my_engine_cases.yaml", "--engine", "my_engine.py"])
     assert "nothing was checked" in skipped.stdout and "2 skipped" in skipped.stdout
-    assert "(`2\nskipped in ...; nothing was checked`" in section
+    assert "(`2\nskipped in ...; nothing was checked`" in page
 
 
 def test_readme_tiny_engine_sums_over_an_axis_list():
-    """The README's complete engine takes `axis` as it arrives, a list for several axes
-    (as `gradcheck fuzz` generates them), with and without keepdims."""
+    """The README's complete engine (examples/tiny_engine.py) takes `axis` as it arrives, a
+    list for several axes (as `gradcheck fuzz` generates them), with and without keepdims."""
     import gradcheck
 
     tiny = str(ROOT / "examples" / "tiny_engine.py")
@@ -205,3 +202,17 @@ def test_the_module_map_names_every_module():
         if not named:
             unnamed.append(str(module))
     assert not unnamed, f"docs/architecture.md's module map leaves out {unnamed}"
+
+
+def test_every_gradcheck_import_the_docs_show_imports():
+    """A `from gradcheck... import Name` in a page's Python example names what the package
+    has today (a module moved in a refactor once left one pointing at nothing)."""
+    import importlib
+
+    shown = set()
+    for page in PAGES:
+        for block in re.findall(r"```python\n(.*?)```", page.read_text(), re.S):
+            shown |= set(re.findall(r"^from (gradcheck[\w.]*) import (\w+)", block, re.M))
+    assert ("gradcheck.engines.stock.torch", "TorchEngine") in shown
+    for module, name in sorted(shown):
+        assert hasattr(importlib.import_module(module), name), f"from {module} import {name}"
