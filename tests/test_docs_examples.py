@@ -216,3 +216,29 @@ def test_every_gradcheck_import_the_docs_show_imports():
     assert ("gradcheck.engines.stock.torch", "TorchEngine") in shown
     for module, name in sorted(shown):
         assert hasattr(importlib.import_module(module), name), f"from {module} import {name}"
+
+
+def test_readme_ci_screen_is_a_working_setup(tmp_path, monkeypatch):
+    """The README's CI in one screen, as a project would have it: its `[tool.gradcheck]`
+    naming the module engine mypkg.autodiff (the tiny engine) and cases/, then its
+    `gradcheck run` lines, which write the reports they say."""
+    page = section("README.md", "In CI, in one screen")
+    config = re.search(r"```toml\n(.*?)```", page, re.S).group(1)
+    commands = re.findall(r"^(gradcheck run [^#\n]*?) *(?:#|$)", page, re.M)
+    assert len(commands) == 2
+    monkeypatch.chdir(tmp_path)
+    Path("pyproject.toml").write_text(config)
+    Path("mypkg").mkdir()
+    Path("mypkg/__init__.py").write_text("")
+    Path("mypkg/autodiff.py").write_text((ROOT / "examples" / "tiny_engine.py").read_text())
+    runner = CliRunner()
+    assert runner.invoke(app, ["init-engine", "first.py"]).exit_code == 0
+    Path("cases").mkdir()
+    Path("first_cases.yaml").rename("cases/first.yaml")
+    for command in commands:
+        out = runner.invoke(app, command.split()[1:], env={"COLUMNS": "80"})
+        assert out.exit_code == 0, out.output
+        assert "2 passed" in out.output
+        assert ("engine tiny (from pyproject.toml)" in out.output) == (" -q" not in command)
+    assert Path("report.html").read_text().startswith("<!DOCTYPE html>")
+    assert "<testsuite" in Path("report.xml").read_text()
