@@ -1,5 +1,5 @@
-"""Two engines with a bug that reverse mode alone never shows (README: Forward mode and
-second order).
+"""Two engines with a bug that reverse mode alone never shows (their runs are the examples
+of docs/forward-and-second-order.md).
 
     gradcheck run examples/modes/cases.yaml -k tanh_jvp --engine examples/modes/engines.py:TanhJvp
     gradcheck run examples/modes/cases.yaml -k tanh_hvp --engine examples/modes/engines.py:PlainTanh

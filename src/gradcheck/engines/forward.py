@@ -1,6 +1,6 @@
 """Forward mode: an engine's JVPs through an expression, one input at a time.
 
-An adapter's ``jvp`` comes in two forms (SPEC §4's extension, in the README):
+An adapter's ``jvp`` comes in two forms (SPEC §4's extension, in docs/engines.md):
 
 * a tape engine's ``jvp(self, output, wrt, tangents)``: gradcheck builds the expression
   with the inputs as leaves, then asks for the tangent of `output` when the nodes `wrt`

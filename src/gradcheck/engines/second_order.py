@@ -3,7 +3,7 @@
 
 The engine must build its gradient as nodes of its own graph and differentiate that
 again; an adapter says it can with ``higher_order = True`` (others are unsupported for
-``order: 2`` cases), and is then asked, by its form (SPEC §4's extension, in the README):
+``order: 2`` cases), and is then asked, by its form (SPEC §4's extension, in docs/engines.md):
 
 * tape: ``grad(output, wrt, cotangent, create_graph=True)`` returns the gradients as
   nodes (as ``torch.autograd.grad(..., create_graph=True)`` does); gradcheck builds
