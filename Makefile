@@ -29,8 +29,9 @@ run: $(STAMP)
 	echo "run 'source $(BIN)/activate' first, then gradcheck ... (gradcheck --help)"; \
 	exit $$status
 
+# One pytest-xdist worker per core: the tests keep to their own temporary folders.
 test: $(STAMP) browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto
 
 browser:
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
