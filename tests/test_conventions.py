@@ -7,7 +7,8 @@
   mattered), and fail exactly the kink cases, each with the `kink` mechanism that names
   their choice, when they do not;
 * real engines gradcheck did not write (mygrad, PyTorch, JAX, HIPS autograd) the same
-  way, and autograd's open broadcast_to bug (HIPS/autograd#384) is localised, not a crash;
+  way (the stock adapters' shipped suite is test_stock_engines.py's), and autograd's
+  open broadcast_to bug (HIPS/autograd#384) is localised, not a crash;
 * a declaration that is wrong is an error at load time, and one that does not match
   what the engine does is said so.
 """
@@ -261,10 +262,14 @@ def real(spec: str):
 
 @pytest.mark.parametrize("spec", REAL_ENGINES, ids=lambda s: s.split("/")[-1])
 def test_a_real_engine_with_its_declared_conventions_passes(spec):
-    result = quietly(shipped_cases() + kink_cases()[:8], real(spec))
+    # The stock adapters pass the whole shipped suite in test_stock_engines.py; here
+    # they take the kink and tie cases, and mygrad, which has no test there, takes both.
+    stock = spec in REAL_ENGINES[1:]
+    cases = kink_cases() if stock else shipped_cases() + kink_cases()[:8]
+    result = quietly(cases, real(spec))
     bad = [(c.name, c.status, c.message) for c in result.cases if not c.passed]
     assert not bad
-    assert sum(c.status == "passed" for c in result.cases) > 90
+    assert sum(c.status == "passed" for c in result.cases) >= (len(cases) if stock else 90)
     assert any(i.hints for c in result.cases for i in c.inputs)  # a declaration mattered
 
 
