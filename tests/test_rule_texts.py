@@ -45,11 +45,19 @@ APPLICATIONS: dict[str, list[tuple[list, dict]]] = {
     "stack": [([[(2, 3), (2, 3)]], {"axis": 1})],
     "getitem": [([(3, 4, 5)], {"index": (1, slice(None, 3), None, Ellipsis)})],
     "softmax": [([(2, 4)], {"axis": -1})], "log_softmax": [([(2, 4)], {"axis": 0})],
+    "take": [([(5, 3), "ints[0, 2, 2, 4]"], {"axis": 0}),
+             ([(2, 4, 3), "ints[[3, 0], [3, 3]]"], {"axis": 1})],
+    "take_along_axis": [([(3, 4), "ints[[0, 0, 1], [3, 3, 3], [2, 1, 0]]"], {"axis": 1}),
+                        ([(3, 2), "ints[[2, 2], [0, 2]]"], {"axis": 0})],
+    "embedding": [([(5, 3), "ints[[4, 0], [4, 4]]"], {})],
+    "sparse_softmax_cross_entropy": [([(3, 4), "ints[0, 3, 3]"], {})],
 }
 # fmt: on
 
 
 def value(spec, rng: np.random.Generator) -> np.ndarray:
+    if isinstance(spec, str) and spec.startswith("ints"):  # an integer argument: indices
+        return np.array(eval(spec.removeprefix("ints")), dtype=np.int64)
     if isinstance(spec, str):  # "positive(2, 3)"
         shape = eval(spec.removeprefix("positive"))
         return rng.uniform(0.5, 2.0, shape)
@@ -95,14 +103,21 @@ def applications():
     for op in all_ops():
         for k, (args, _attrs) in enumerate(APPLICATIONS[op.name]):
             for i in range(len(args[0]) if op.variadic else len(op.params)):
+                if not op.variadic and op.params[i] in op.integer:
+                    continue  # indices and labels have no gradient, nor a rule
                 yield pytest.param(op.name, k, i, id=f"{op.name}-{k}-arg{i}")
 
 
 def test_every_op_declares_both_spellings_and_has_an_application():
     for op in all_ops():
         assert op.rules and op.tf_rules, op.name
-        assert all(op.rules) and all(op.tf_rules), op.name
+        assert declared(op.rules, op) and declared(op.tf_rules, op), op.name
         assert op.name in APPLICATIONS, op.name
+
+
+def declared(texts, op) -> bool:
+    """A text for each differentiable parameter, none ("") for an integer one (indices)."""
+    return [bool(t) for t in texts] == [p not in op.integer for p in op.params]
 
 
 def setup(name: str, k: int):
@@ -154,7 +169,7 @@ def test_the_tensorflow_text_computes_the_vjp(name, k, i):
 def test_every_op_declares_both_spellings_of_its_jvps():
     for op in all_ops():
         assert op.jvps and op.jvp_rules and op.tf_jvp_rules, op.name
-        assert all(op.jvp_rules) and all(op.tf_jvp_rules), op.name
+        assert declared(op.jvp_rules, op) and declared(op.tf_jvp_rules, op), op.name
 
 
 def jvp_setup(name: str, k: int, i: int):

@@ -115,6 +115,10 @@ def _op_method(op: Op) -> str:
         details.append(f"`{op.params[0]}` is a list of your nodes.")
     if op.name in PARAM_NOTES:
         details.append(PARAM_NOTES[op.name])
+    details += [
+        f"`{p}` is integer (your `constant()` of an int32/int64 array) and has no gradient."
+        for p in op.integer
+    ]
     doc = _docstring(summary, " ".join(details))
     return f"    def {op.name}({', '.join(params)}):\n{doc}        raise NotImplementedError\n"
 
@@ -129,6 +133,8 @@ def _docstring(summary: str, details: str) -> str:
     if re.match(r"[a-z]{2,} ", details):  # a sentence now, not the rest of one
         details = details[0].upper() + details[1:]
     body = textwrap.fill(details, WIDTH, initial_indent=indent, subsequent_indent=indent)
+    if len(f'{indent}"""{summary}.') > WIDTH:  # a long TensorFlow name on a line of its own
+        summary = summary.replace(" -> ", f"\n{indent}-> ", 1)
     return f'{indent}"""{summary}.\n\n{body}\n{indent}"""\n'
 
 

@@ -54,17 +54,25 @@ class ExpressionError(ValueError):
         self.line = line
 
 
-def parse(source: str, input_shapes: Mapping[str, Shape]) -> Expression:
-    """Parse `source` into an `Expression` whose inputs have the given shapes."""
-    return _Parser(source, input_shapes).parse()
+def parse(
+    source: str,
+    input_shapes: Mapping[str, Shape],
+    integer_inputs: Mapping[str, str] | None = None,
+) -> Expression:
+    """Parse `source` into an `Expression` whose inputs have the given shapes;
+    `integer_inputs` names the integer ones (indices, labels) with their dtypes."""
+    return _Parser(source, input_shapes, integer_inputs or {}).parse()
 
 
 class _Parser:
-    def __init__(self, source: str, input_shapes: Mapping[str, Shape]) -> None:
+    def __init__(
+        self, source: str, input_shapes: Mapping[str, Shape], integer_inputs: Mapping[str, str]
+    ) -> None:
         self.source = source.strip()
         self.nodes: list[Node] = []
         self.inputs: dict[str, Node] = {}
         self.input_shapes = {k: tuple(v) for k, v in input_shapes.items()}
+        self.integer_inputs = dict(integer_inputs)
         self.bindings: dict[str, Node] = {}
         self.operators = operator_ops()
         # Each line as UTF-8 (ast's column offsets count bytes), and where it starts, so
@@ -184,7 +192,12 @@ class _Parser:
         if name in self.inputs:
             return self.inputs[name]
         if name in self.input_shapes:
-            made = self._add(node, shape=self.input_shapes[name], name=name)
+            made = self._add(
+                node,
+                shape=self.input_shapes[name],
+                name=name,
+                integer=self.integer_inputs.get(name),
+            )
             self.inputs[name] = made
             return made
         if has_op(name):
@@ -246,6 +259,7 @@ class _Parser:
 
     def _apply(self, node: ast.AST, op: Op, args: list[Node], attrs: dict[str, Any]) -> Node:
         text = self._text(node)
+        _check_integer_args(text, op, args, node.lineno)
         try:
             attrs = op.resolve_attrs(attrs)
             shapes = [a.shape for a in args]
@@ -278,6 +292,26 @@ class _Parser:
                 node.lineno,
             )
         return value
+
+
+def _check_integer_args(text: str, op: Op, args: list[Node], line: int) -> None:
+    """Integer inputs go to an op's integer parameters (indices, labels) and nowhere else:
+    no op differentiates through them, and no float reaches a parameter that indexes."""
+    params = [op.params[0]] * len(args) if op.variadic else op.params
+    for param, arg in zip(params, args, strict=False):
+        if arg.integer and param not in op.integer:
+            takers = ", ".join(f"{o.name}'s {p}" for o in all_ops() for p in o.integer)
+            raise ExpressionError(
+                f"{text}: {arg.text} is an integer input ({arg.integer}); only an integer "
+                f"parameter takes one ({takers or 'none'})",
+                line,
+            )
+        if param in op.integer and not arg.integer:
+            raise ExpressionError(
+                f"{text}: {param} must be an integer input ({{values: [...], dtype: int64}}, "
+                f"or a spec with init: integers and dtype: int64), not the float {arg.text}",
+                line,
+            )
 
 
 def _is_negative_number(node: ast.expr) -> bool:

@@ -115,6 +115,13 @@ class Op:
     jvps: tuple[JVP, ...] = ()  # forward mode: one per parameter, like the VJPs
     jvp_rules: tuple[str, ...] = ()  # each JVP as NumPy text ...
     tf_jvp_rules: tuple[str, ...] = ()  # ... and as TensorFlow text
+    # Parameters that take integer inputs (indices, labels; SPEC §3.1): never
+    # differentiated, so their VJP and JVP are None and their rule texts "".
+    integer: tuple[str, ...] = ()
+    # What an integer parameter may hold, from the argument shapes and attributes:
+    # (low, high, what) for values in [low, high) ("axis 0 of size 5"); checked when a
+    # case is read, so an index out of range is a case error at its input's line.
+    index_range: Callable[..., tuple[int, int, str]] | None = None
 
     def __post_init__(self) -> None:
         for rules, what in ((self.vjps, "VJPs"), (self.jvps, "JVPs")):
