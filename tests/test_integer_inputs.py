@@ -160,3 +160,37 @@ def test_integer_inputs_cross_to_a_worker_and_into_the_cache_and_reports(tmp_pat
     assert cache.hits >= 2  # the second run's references came from the cache
     report = json.loads(to_json(first, tool_version="test"))
     assert [i["name"] for i in report["cases"][0]["inputs"]] == ["x"]
+
+
+def test_integer_array_getitem_is_take_along_its_axis():
+    from gradcheck.expression import parse
+
+    expression = parse("x[i] + y[:, j]", {"x": (3, 2), "y": (2, 4), "i": (2,), "j": (2,)},
+                       {"i": "int64", "j": "int32"})  # fmt: skip
+    takes = [(n.op.name, n.attrs, n.shape) for n in expression.op_nodes if n.op.name == "take"]
+    assert takes == [("take", {"axis": 0}, (2, 2)), ("take", {"axis": 1}, (2, 2))]
+
+
+@pytest.mark.parametrize("expr", ["x[i, j]", "x[1:, i]", "x[i, 0]"])
+def test_integer_array_getitem_beyond_one_array_after_colons_is_refused(expr):
+    from gradcheck.expression import ExpressionError, parse
+
+    with pytest.raises(ExpressionError, match="one index array after only ':'s"):
+        parse(expr, {"x": (3, 3), "i": (2,), "j": (2,)}, {"i": "int64", "j": "int64"})
+
+
+def test_check_command_takes_an_integer_input(tmp_path):
+    from typer.testing import CliRunner
+
+    from gradcheck.cli import app
+
+    out = tmp_path / "report.json"
+    result = CliRunner().invoke(
+        app,
+        ["check", "sum(take(x, i, axis=1))", "-i", "x=3,4", "-i", "i=int64:0,2,2",
+         "--format", "json", "--output", str(out), "--no-cache"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    (case,) = json.loads(out.read_text())["cases"]
+    assert case["status"] == "passed"
+    assert [i["name"] for i in case["inputs"]] == ["x"]

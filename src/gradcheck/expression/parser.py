@@ -175,6 +175,10 @@ class _Parser:
             return self._call(node, depth)
         if isinstance(node, ast.Subscript):
             base = self._node(node.value, depth + 1)
+            taken = self._array_index(node.slice)
+            if taken is not None:  # x[:, j]: take(x, j, axis=1) (SPEC §3.1)
+                axis, indices = taken
+                return self._apply(node, get_op("take"), [base, indices], {"axis": axis})
             return self._apply(node, get_op("getitem"), [base], {"index": self._index(node.slice)})
         if isinstance(node, (ast.List, ast.Tuple)):
             raise ExpressionError(
@@ -270,6 +274,26 @@ class _Parser:
             message = f"{text}: {op.signature} cannot take these attributes ({type(e).__name__})"
             raise ExpressionError(message, node.lineno) from None
         return self._add(node, shape=tuple(shape), op=op, args=tuple(args), attrs=attrs)
+
+    def _array_index(self, node: ast.expr) -> tuple[int, Node] | None:
+        """An integer-array subscript as take's (axis, indices): one integer input, after
+        only `:`s; None for basic indexing."""
+        items = node.elts if isinstance(node, ast.Tuple) else [node]
+        arrays = [i for i, item in enumerate(items) if isinstance(item, ast.Name)]
+        if not arrays:
+            return None
+        at = arrays[0]
+        full = all(
+            isinstance(item, ast.Slice) and item.lower is item.upper is item.step is None
+            for item in items[:at] + items[at + 1 :]
+        )
+        if len(arrays) > 1 or not full:
+            raise ExpressionError(
+                f"{self._text(node)}: an integer-array index is one index array after only "
+                "':'s (x[i], x[:, j]: take(x, j, axis=1)); use take for anything else",
+                node.lineno,
+            )
+        return at, self._name(items[at])  # type: ignore[arg-type]
 
     def _index(self, node: ast.expr) -> tuple:
         items = node.elts if isinstance(node, ast.Tuple) else [node]

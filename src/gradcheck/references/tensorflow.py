@@ -140,8 +140,9 @@ class TensorFlowEngine:
                 output_gradients=self.tf.constant(cotangent, dtype=output.dtype),
                 unconnected_gradients=self.tf.UnconnectedGradients.ZERO,
             )
-        # A gather's gradient comes as IndexedSlices: made dense, as every other is.
-        grads = [self.tf.convert_to_tensor(g) for g in grads]
+            # A gather's gradient comes as IndexedSlices: made dense, as every other is
+            # (under the outer tapes, for second order to see through it).
+            grads = [self.tf.convert_to_tensor(g) for g in grads]
         return grads if create_graph else [g.numpy() for g in grads]
 
     def jvp(self, fn: Any, primals: list[np.ndarray], tangents: list[np.ndarray]) -> np.ndarray:

@@ -113,3 +113,24 @@ class NumpyApiOps:
 
     def getitem(self, x, index):
         return x[index]
+
+    # -- gathers: integer indices (constants), by indexing, whose VJP adds up repeats ------
+    def take(self, x, indices, axis=0):
+        return x[(slice(None),) * (axis % x.ndim) + (indices,)]
+
+    def take_along_axis(self, x, indices, axis=-1):
+        at, rank = axis % x.ndim, len(indices.shape)
+        index = tuple(
+            indices
+            if a == at
+            else self.xp.reshape(self.xp.arange(n), [-1 if b == a else 1 for b in range(rank)])
+            for a, n in enumerate(indices.shape)
+        )
+        return x[index]
+
+    def embedding(self, table, ids):
+        return table[ids]
+
+    def sparse_softmax_cross_entropy(self, logits, labels):
+        log_p = self.log_softmax(logits, axis=-1)
+        return -self.take_along_axis(log_p, labels[..., None], axis=-1)[..., 0]

@@ -227,6 +227,25 @@ class TorchEngine:
     def getitem(self, x, index):
         return _getitem(x, index)
 
+    # -- gathers: integer indices, int32 or int64 (PyTorch indexes with int64) -----------
+    def take(self, x, indices, axis=0):
+        at = axis % x.ndim
+        picked = torch.index_select(x, at, indices.reshape(-1).long())
+        return picked.reshape((*x.shape[:at], *indices.shape, *x.shape[at + 1 :]))
+
+    def take_along_axis(self, x, indices, axis=-1):
+        return torch.take_along_dim(x, indices.long(), dim=axis)
+
+    def embedding(self, table, ids):
+        if table.ndim != 2:  # F.embedding takes a matrix of rows only
+            return self.take(table, ids, axis=0)
+        return torch.nn.functional.embedding(ids.long(), table)
+
+    def sparse_softmax_cross_entropy(self, logits, labels):
+        # F.cross_entropy has the classes on dim 1 (or alone, unbatched): ours are last.
+        classes_first = logits if logits.ndim == 1 else torch.movedim(logits, -1, 1)
+        return torch.nn.functional.cross_entropy(classes_first, labels.long(), reduction="none")
+
 
 def _to_numpy(tensor: torch.Tensor) -> np.ndarray:
     tensor = tensor.detach()
