@@ -30,7 +30,8 @@ from gradcheck.fuzzing.search import bug_key, describe
 from gradcheck.ops import Interval, all_ops, get_op
 from gradcheck.results import CaseResult, Hint
 
-ALL = tuple(op.name for op in all_ops())
+# Ops with integer parameters (indices) are not fuzzed yet: the leaves are floats.
+ALL = tuple(op.name for op in all_ops() if not op.integer)
 # The generator is fast and its examples small: many of them, no deadline; the same
 # examples on every run (derandomize), as a fixed fuzz seed would give.
 PROPERTY = settings(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..util.lazy_numpy import np
 from .broadcast import fmt_shape, normalize_axis
-from .registry import Interval, Op, Shape, ShapeError, get_op, register
+from .registry import Op, Shape, ShapeError, get_op, register
 
 
 def _take_shape(x: Shape, indices: Shape, axis: object = 0) -> Shape:
@@ -199,6 +199,5 @@ register(Op(
                " * t, -1)", ""),
     tf_jvp_rules=(f"tf.reduce_sum((tf.nn.softmax(logits) - {_TF_MASK}) * t, -1)", ""),
     integer=("labels",), index_range=_sparse_ce_range,
-    domain={"logits": Interval(-3.0, 3.0)},
 ))
 # fmt: on
