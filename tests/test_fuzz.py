@@ -158,6 +158,9 @@ def test_completions_include_broadcast_batch_and_reduction_variants():
     assert (("axis", -1),) in sums and (("axis", [0, 1]), ("keepdims", True)) in sums
     adds = {c.rest[0].shape for c in completions("add", (2, 3), (), 3)}
     assert {(2, 3), (1, 3), (2, 1), (3,), (), (2, 2, 3)} <= adds
+    # An attribute the fuzzer has no notion of takes the op's declared choices (attr_choices).
+    clips = {c.attrs for c in completions("clip", (2, 3), (), 3)}
+    assert clips == {(("lo", lo), ("hi", hi)) for lo in (-1.0, 0.0) for hi in (0.5, 1.0)}
     # Every completion is valid by the op's own shape rule, with the output it names.
     for name in ("concat", "getitem", "reshape", "broadcast_to", "transpose", "squeeze"):
         op = get_op(name)

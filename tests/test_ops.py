@@ -191,6 +191,18 @@ CASES: list[Case] = [
             ((3, 1), {"axis": 1}),
         ]
     ),
+    # comparisons (values apart: a comparison is a step), where, clip (off its bounds)
+    *(
+        case(op, *shapes, gen=spaced)
+        for op in ("greater", "greater_equal", "less", "less_equal", "equal", "not_equal")
+        for shapes in [((3, 4), (3, 4)), ((3, 1), (4,)), ((), (2, 3))]
+    ),
+    case("where", (3, 4), (3, 4), (3, 4), gen=spaced),
+    case("where", (3, 1), (4,), (), gen=spaced),
+    case("where", (), (2, 3), (2, 1), gen=spaced),
+    case("clip", (3, 4), gen=spaced, lo=-0.6, hi=0.8),
+    case("clip", (5,), gen=spaced, lo=0, hi=0.3),
+    case("clip", (), gen=spaced, lo=-2.0, hi=2.0),
     # gathers: integer indices, repeated and out of order
     case("take", (5, 3), (7,), gen=each(_normal, below(5))),
     case("take", (2, 5, 3), (2, 4), gen=each(_normal, below(5)), axis=1),
@@ -413,6 +425,13 @@ class Kink:
 
 KINKS = [
     Kink("relu", "relu'(0)=0", ([-1.0, -0.0, 0.0, 2.0],), ([0.0, 0.0, 0.0, 1.0],)),
+    Kink(
+        "clip",
+        "bounds-pass",
+        ([-2.0, -1.0, 0.5, 1.5, 3.0],),
+        ([0.0, 1.0, 1.0, 1.0, 0.0],),
+        {"lo": -1.0, "hi": 1.5},
+    ),
     Kink("abs", "abs'(0)=0", ([-1.5, -0.0, 0.0, 2.0],), ([-1.0, 0.0, 0.0, 1.0],)),
     Kink(
         "maximum",
@@ -638,3 +657,16 @@ def test_unknown_attributes_are_rejected(name: str, given: dict[str, Any], messa
 def test_resolve_attrs_fills_defaults() -> None:
     assert get_op("sum").resolve_attrs({"axis": 1}) == {"axis": 1, "keepdims": False}
     assert get_op("softmax").resolve_attrs({}) == {"axis": -1}
+
+
+# --- comparisons in expressions ---------------------------------------------------------
+
+
+def test_python_comparisons_are_the_comparison_ops() -> None:
+    from gradcheck.expression import parse
+
+    for symbol, name in [(">", "greater"), (">=", "greater_equal"), ("<", "less"),
+                         ("<=", "less_equal"), ("==", "equal"), ("!=", "not_equal")]:  # fmt: skip
+        expression = parse(f"where(x {symbol} 0.5, x, y)", {"x": (3,), "y": ()})
+        cond = expression.output.args[0]
+        assert (cond.op.name, cond.shape) == (name, (3,)), symbol

@@ -45,6 +45,10 @@ APPLICATIONS: dict[str, list[tuple[list, dict]]] = {
     "stack": [([[(2, 3), (2, 3)]], {"axis": 1})],
     "getitem": [([(3, 4, 5)], {"index": (1, slice(None, 3), None, Ellipsis)})],
     "softmax": [([(2, 4)], {"axis": -1})], "log_softmax": [([(2, 4)], {"axis": 0})],
+    **{name: [([(2, 3), (3,)], {})] for name in (
+        "greater", "greater_equal", "less", "less_equal", "equal", "not_equal")},
+    "where": [([[[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]], (2, 3), (3,)], {})],
+    "clip": [([[-2.0, -1.0, 0.5, 1.5, 3.0]], {"lo": -1.0, "hi": 1.5})],
     "take": [([(5, 3), "ints[0, 2, 2, 4]"], {"axis": 0}),
              ([(2, 4, 3), "ints[[3, 0], [3, 3]]"], {"axis": 1})],
     "take_along_axis": [([(3, 4), "ints[[0, 0, 1], [3, 3, 3], [2, 1, 0]]"], {"axis": 1}),

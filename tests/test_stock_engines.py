@@ -38,6 +38,7 @@ TF_CONVENTIONS = {
     "max": "split",
     "min": "split",
     "pow": "zero",
+    "clip": "pass",
 }
 
 
@@ -105,6 +106,10 @@ def conventions_followed(factory) -> dict[str, str]:
         )
     (_, exponent) = probe(factory, "pow(a, b)", {"a": [-2.0], "b": [2.0]}, ["a", "b"])
     found["pow"] = "nan" if np.isnan(exponent[0]) else "zero" if exponent[0] == 0 else "other"
+    (bounds,) = probe(factory, "clip(x, 0.0, 1.0)", {"x": [0.0, 1.0]}, ["x"])
+    found["clip"] = {(1.0, 1.0): "pass", (0.5, 0.5): "half", (0.0, 0.0): "stop"}.get(
+        tuple(float(v) for v in bounds), "other"
+    )
     return found
 
 

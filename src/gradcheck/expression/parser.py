@@ -21,6 +21,14 @@ from .graph import Expression, Node
 MAX_DEPTH = 200
 
 _BINOPS = {ast.MatMult: "@", ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
+_COMPARISONS = {
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+}
 _UNSUPPORTED_BINOPS = {
     ast.FloorDiv: "//",
     ast.Mod: "%",
@@ -33,7 +41,6 @@ _UNSUPPORTED_BINOPS = {
 _FORBIDDEN = {
     ast.Attribute: "attribute access is not allowed; call an op by its name",
     ast.Lambda: "lambda is not allowed",
-    ast.Compare: "comparisons are not allowed",
     ast.BoolOp: "and/or are not allowed",
     ast.IfExp: "conditional expressions are not allowed",
     ast.Dict: "dicts are not allowed",
@@ -160,6 +167,16 @@ class _Parser:
                     node.lineno,
                 )
             args = [self._node(node.left, depth + 1), self._node(node.right, depth + 1)]
+            return self._apply(node, self.operators[symbol], args, {})
+        if isinstance(node, ast.Compare):
+            symbol = _COMPARISONS.get(type(node.ops[0]))
+            if len(node.ops) > 1 or symbol is None:
+                raise ExpressionError(
+                    f"{self._text(node)}: one comparison > >= < <= == or != at a time "
+                    "(no chains, no `is`/`in`)",
+                    node.lineno,
+                )
+            args = [self._node(node.left, depth + 1), self._node(node.comparators[0], depth + 1)]
             return self._apply(node, self.operators[symbol], args, {})
         if isinstance(node, ast.UnaryOp):
             if isinstance(node.op, ast.UAdd):

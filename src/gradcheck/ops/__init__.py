@@ -1,6 +1,6 @@
 """The op registry. Importing this package declares every op (SPEC §3)."""
 
-from . import elementwise, gathers, linalg, nn, reductions, shape  # noqa: F401  (declarations)
+from . import comparisons, elementwise, gathers, linalg, nn, reductions, shape  # noqa: F401
 from .broadcast import broadcast_shapes, unbroadcast
 from .registry import Interval, Op, Shape, ShapeError, all_ops, get_op, has_op, operator_ops
 

@@ -76,6 +76,15 @@ def _first(winners: np.ndarray, axes: tuple[int, ...], *, last: bool = False) ->
     return np.moveaxis(only.reshape(moved.shape), range(winners.ndim), kept + list(axes))
 
 
+def _at_bounds(factor: float):
+    """clip's VJP with `factor` of the gradient at lo and hi."""
+
+    def rule(g, ans, x, lo, hi):
+        return g * np.where((x == lo) | (x == hi), factor, (x > lo) & (x < hi))
+
+    return rule
+
+
 def _exponent_nan(g, ans, a, b):
     # log(a) as it comes: NaN where a < 0; 0 where a == 0, as PyTorch, JAX and autograd do.
     with np.errstate(all="ignore"):
@@ -96,6 +105,9 @@ _CATALOGUE: tuple[Convention, ...] = (
     Convention("abs", "half", "takes abs'(0) = 0.5", True, {0: _where_zero(0.5, True)}),
     Convention("abs", "one", "takes abs'(0) = 1", True, {0: _where_zero(1.0, True)}),
     Convention("pow", "zero", "takes the exponent's gradient as 0 where a <= 0", True),
+    Convention("clip", "pass", "passes the gradient at lo and hi, as inside", True),
+    Convention("clip", "half", "passes half the gradient at lo and hi", True, {0: _at_bounds(0.5)}),
+    Convention("clip", "stop", "gives 0 at lo and hi, as outside", True, {0: _at_bounds(0.0)}),
     Convention("pow", "nan", "gives the exponent NaN where a < 0 (log of a negative base)", False,
                {1: _exponent_nan}),
 )

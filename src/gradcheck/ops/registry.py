@@ -59,6 +59,10 @@ Conventions shared by every declaration:
   regions (``log`` near 0, a denominator near 0, large exponents), where two correct
   engines can differ by more than rounding. Kinks (``kink``) are kept apart the same way
   unless they are what a generated case is after.
+* ``attr_choices`` maps an attribute to the values ``gradcheck fuzz`` tries for it, where
+  its name says nothing the fuzzer knows (``axis``, ``keepdims``, ``perm``, ``shape`` and
+  ``index`` it proposes itself): clip's bounds, cumsum's ``exclusive``, norm's ``ord``.
+  Without it only the default is tried.
 """
 
 from __future__ import annotations
@@ -106,12 +110,14 @@ class Op:
     variadic: bool = False
     # Where the op has points at which TensorFlow picks a subgradient (the diagnosis
     # says which convention; ops/conventions.py has the others): "zero" (relu, abs at
-    # 0), "tie" (maximum, minimum, max, min), "base" (pow's exponent where a <= 0).
+    # 0), "tie" (maximum, minimum, max, min), "base" (pow's exponent where a <= 0),
+    # "bound" (clip at lo and hi).
     kink: str | None = None
     origin: str | None = None
     rules: tuple[str, ...] = ()  # each VJP as NumPy text (see the module docstring)
     tf_rules: tuple[str, ...] = ()  # ... and as TensorFlow text
     domain: Mapping[str, Interval] = field(default_factory=dict)  # parameter -> its values
+    attr_choices: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)  # for fuzzing
     jvps: tuple[JVP, ...] = ()  # forward mode: one per parameter, like the VJPs
     jvp_rules: tuple[str, ...] = ()  # each JVP as NumPy text ...
     tf_jvp_rules: tuple[str, ...] = ()  # ... and as TensorFlow text
@@ -137,8 +143,12 @@ class Op:
         unknown = sorted(set(self.domain) - set(self.params))
         if unknown:
             raise TypeError(f"op {self.name}: domain for unknown parameter {unknown[0]!r}")
+        unknown = sorted(set(self.attr_choices) - set(self.attrs))
+        if unknown:
+            raise TypeError(f"op {self.name}: attr_choices for unknown attribute {unknown[0]!r}")
         object.__setattr__(self, "attrs", MappingProxyType(dict(self.attrs)))
         object.__setattr__(self, "domain", MappingProxyType(dict(self.domain)))
+        object.__setattr__(self, "attr_choices", MappingProxyType(dict(self.attr_choices)))
 
     def __call__(self, *args: Any, **attrs: Any) -> Any:
         """The op applied to `args`: its NumPy forward, or, when an argument is a tensor

@@ -43,6 +43,7 @@ class AutogradEngine(NumpyApiOps):
     xp = anp
     conventions: ClassVar[dict[str, str]] = {
         "relu": "half",
+        "clip": "stop",  # autograd's clip VJP: g where ans is strictly inside
         "maximum": "split",
         "minimum": "split",
         "pow": "nan",

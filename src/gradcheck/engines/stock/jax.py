@@ -61,6 +61,7 @@ class JaxEngine(NumpyApiOps):
     xp = jnp
     conventions: ClassVar[dict[str, str]] = {
         "abs": "one",
+        "clip": "half",  # jnp.clip is minimum(maximum(x, lo), hi): each tie split
         "maximum": "split",
         "minimum": "split",
         "pow": "nan",

@@ -134,3 +134,28 @@ class NumpyApiOps:
     def sparse_softmax_cross_entropy(self, logits, labels):
         log_p = self.log_softmax(logits, axis=-1)
         return -self.take_along_axis(log_p, labels[..., None], axis=-1)[..., 0]
+
+    # -- comparisons (0/1 in the operands' dtype, no gradient), where, clip ----------------
+    def greater(self, a, b):
+        return self.xp.greater(a, b).astype(a.dtype)
+
+    def greater_equal(self, a, b):
+        return self.xp.greater_equal(a, b).astype(a.dtype)
+
+    def less(self, a, b):
+        return self.xp.less(a, b).astype(a.dtype)
+
+    def less_equal(self, a, b):
+        return self.xp.less_equal(a, b).astype(a.dtype)
+
+    def equal(self, a, b):
+        return self.xp.equal(a, b).astype(a.dtype)
+
+    def not_equal(self, a, b):
+        return self.xp.not_equal(a, b).astype(a.dtype)
+
+    def where(self, cond, a, b):
+        return self.xp.where(cond != 0, a, b)
+
+    def clip(self, x, lo, hi):
+        return self.xp.clip(x, lo, hi)

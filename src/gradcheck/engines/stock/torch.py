@@ -227,6 +227,31 @@ class TorchEngine:
     def getitem(self, x, index):
         return _getitem(x, index)
 
+    # -- comparisons (0/1 in the operands' dtype, no gradient), where, clip ----------------
+    def greater(self, a, b):
+        return torch.gt(a, b).to(a.dtype)
+
+    def greater_equal(self, a, b):
+        return torch.ge(a, b).to(a.dtype)
+
+    def less(self, a, b):
+        return torch.lt(a, b).to(a.dtype)
+
+    def less_equal(self, a, b):
+        return torch.le(a, b).to(a.dtype)
+
+    def equal(self, a, b):
+        return torch.eq(a, b).to(a.dtype)
+
+    def not_equal(self, a, b):
+        return torch.ne(a, b).to(a.dtype)
+
+    def where(self, cond, a, b):
+        return torch.where(cond != 0, a, b)
+
+    def clip(self, x, lo, hi):
+        return torch.clamp(x, lo, hi)
+
     # -- gathers: integer indices, int32 or int64 (PyTorch indexes with int64) -----------
     def take(self, x, indices, axis=0):
         at = axis % x.ndim
