@@ -46,6 +46,7 @@ CASE_OP = {
     "abs_integers_scaled": "abs", "max_ties_rows": "max", "min_ties_all": "min",
     "max_ties_integers_keepdims": "max", "min_ties_negative_axis": "min",
     "maximum_minimum_ties": "maximum", "maximum_as_relu": "maximum", "clip_at_bounds": "clip",
+    "leaky_relu_at_zero": "leaky_relu", "elu_at_zero": "elu", "selu_at_zero": "selu",
 }  # fmt: skip
 
 

@@ -55,6 +55,32 @@ APPLICATIONS: dict[str, list[tuple[list, dict]]] = {
                         ([(3, 2), "ints[[2, 2], [0, 2]]"], {"axis": 0})],
     "embedding": [([(5, 3), "ints[[4, 0], [4, 4]]"], {})],
     "sparse_softmax_cross_entropy": [([(3, 4), "ints[0, 3, 3]"], {})],
+    # ops/unary.py
+    "log1p": [(["positive(2, 3)"], {})], "expm1": [([(2, 3)], {})],
+    "reciprocal": [(["positive(2, 3)"], {})], "rsqrt": [(["positive(2, 3)"], {})],
+    "tan": [([(2, 3)], {})], "erf": [([(2, 3)], {})], "softplus": [([(2, 3)], {})],
+    "gelu": [([(2, 3)], {"approximate": False}), ([(2, 3)], {"approximate": True})],
+    "leaky_relu": [([[-1.0, 0.0, 2.0]], {"alpha": 0.2})],
+    "elu": [([[-1.0, 0.0, 2.0]], {"alpha": 0.5})], "selu": [([[-1.0, 0.0, 2.0]], {})],
+    "silu": [([(2, 3)], {})], "sign": [([(2, 3)], {})], "floor": [([(2, 3)], {})],
+    "ceil": [([(2, 3)], {})], "round": [([(2, 3)], {})],
+    # ops/cumulative.py, ops/statistics.py
+    "prod": [([(2, 3, 4)], {"axis": [0, 2], "keepdims": False}),
+             ([[[1.0, 0.0, 2.0], [0.0, 0.0, 3.0]]], {"axis": 1, "keepdims": True}),
+             ([(2, 3)], {"axis": None, "keepdims": False})],
+    "cumsum": [([(3, 4)], {"axis": 1, "exclusive": True, "reverse": False}),
+               ([(3, 4)], {"axis": 0, "exclusive": False, "reverse": True})],
+    "cumprod": [([[[1.0, 0.0, 2.0, 0.0], [2.0, 3.0, 0.5, 1.5]]],
+                 {"axis": 1, "exclusive": False, "reverse": False}),
+                ([[[1.0, 0.0, 2.0, 0.0], [2.0, 0.0, 0.5, 1.5]]],
+                 {"axis": 1, "exclusive": True, "reverse": True}),
+                ([(3, 4)], {"axis": 0, "exclusive": True, "reverse": False})],
+    "var": [([(2, 3, 4)], {"axis": 1, "keepdims": False})],
+    "std": [([(2, 3, 4)], {"axis": [0, 2], "keepdims": True})],
+    "norm": [([(2, 3)], {"ord": 2, "axis": None, "keepdims": False}),
+             ([(2, 3)], {"ord": 1, "axis": 1, "keepdims": False}),
+             ([[[1.0, -3.0, 3.0], [2.0, 0.5, -1.0]]], {"ord": "inf", "axis": -1, "keepdims": True}),
+             ([(2, 3, 4)], {"ord": "fro", "axis": [0, 2], "keepdims": False})],
 }
 # fmt: on
 
@@ -72,7 +98,8 @@ def value(spec, rng: np.random.Generator) -> np.ndarray:
 
 def names(op, g, y, args, attrs, i) -> dict:
     """The names a rule text may use (the registry's docstring lists them)."""
-    out = {"g": g, "y": y, **attrs}
+    # The ops by name, for what NumPy has no function for (erf, cumsum with exclusive).
+    out = {**{o.name: o for o in all_ops()}, "g": g, "y": y, **attrs}
     if op.variadic:
         out["values"] = args
         out["i"] = i

@@ -29,6 +29,11 @@ SECTIONS = {
     "nn": "neural-network ops",
     "reductions": "reductions: axis is None (every axis), an int or a list of ints",
     "shape": "shape ops",
+    "unary": "more elementwise ops: special functions, activations, zero-gradient ops",
+    "cumulative": "products and running sums: prod's axis as a reduction's, cumsum's one axis",
+    "statistics": "var, std and norm: axis as a reduction's",
+    "comparisons": "comparisons (0/1 in the case dtype, no gradient), where and clip",
+    "gathers": "gathers: integer indices (int32 or int64); a repeated index accumulates",
     "user": "user-defined ops (--ops)",
 }
 PARAM_NOTES = {

@@ -22,13 +22,8 @@ MAX_DEPTH = 200
 
 _BINOPS = {ast.MatMult: "@", ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
 _COMPARISONS = {
-    ast.Gt: ">",
-    ast.GtE: ">=",
-    ast.Lt: "<",
-    ast.LtE: "<=",
-    ast.Eq: "==",
-    ast.NotEq: "!=",
-}
+    ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!=",
+}  # fmt: skip
 _UNSUPPORTED_BINOPS = {
     ast.FloorDiv: "//",
     ast.Mod: "%",

@@ -59,6 +59,10 @@ Conventions shared by every declaration:
   regions (``log`` near 0, a denominator near 0, large exponents), where two correct
   engines can differ by more than rounding. Kinks (``kink``) are kept apart the same way
   unless they are what a generated case is after.
+* ``tf_wrong(*args, **attrs)``, where TensorFlow's own gradient of the op is known to be
+  wrong for some values (cumprod at zeros: it divides by x), says why for these argument
+  values, or None; a case that reaches such values is judged by the numeric reference,
+  and its report says why (`runner.references`).
 * ``attr_choices`` maps an attribute to the values ``gradcheck fuzz`` tries for it, where
   its name says nothing the fuzzer knows (``axis``, ``keepdims``, ``perm``, ``shape`` and
   ``index`` it proposes itself): clip's bounds, cumsum's ``exclusive``, norm's ``ord``.
@@ -118,6 +122,7 @@ class Op:
     tf_rules: tuple[str, ...] = ()  # ... and as TensorFlow text
     domain: Mapping[str, Interval] = field(default_factory=dict)  # parameter -> its values
     attr_choices: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)  # for fuzzing
+    tf_wrong: Callable[..., str | None] | None = None  # see the module docstring
     jvps: tuple[JVP, ...] = ()  # forward mode: one per parameter, like the VJPs
     jvp_rules: tuple[str, ...] = ()  # each JVP as NumPy text ...
     tf_jvp_rules: tuple[str, ...] = ()  # ... and as TensorFlow text

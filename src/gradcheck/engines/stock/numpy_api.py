@@ -2,13 +2,15 @@
 
 JAX (`jax.numpy`) and HIPS autograd (`autograd.numpy`) mirror NumPy's API, so their
 adapters share these methods, each computed with the adapter's module `xp` (never NumPy
-itself), and add what NumPy has no function for: sigmoid, relu, logsumexp, softmax and
-log_softmax, in the engine's own idiom.
+itself), and add what NumPy has no function for: sigmoid, relu, rsqrt, erf, the activations,
+logsumexp, softmax and log_softmax, in the engine's own idiom.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 
 def np_axis(axis: Any) -> Any:
@@ -68,6 +70,30 @@ class NumpyApiOps:
     def tanh(self, x):
         return self.xp.tanh(x)
 
+    def log1p(self, x):
+        return self.xp.log1p(x)
+
+    def expm1(self, x):
+        return self.xp.expm1(x)
+
+    def reciprocal(self, x):
+        return self.xp.reciprocal(x)
+
+    def tan(self, x):
+        return self.xp.tan(x)
+
+    def sign(self, x):
+        return self.xp.sign(x)
+
+    def floor(self, x):
+        return self.xp.floor(x)
+
+    def ceil(self, x):
+        return self.xp.ceil(x)
+
+    def round(self, x):
+        return self.xp.round(x)
+
     # -- linear algebra, reductions ------------------------------------------------------
     def matmul(self, a, b):
         return self.xp.matmul(a, b)
@@ -83,6 +109,41 @@ class NumpyApiOps:
 
     def min(self, x, axis=None, keepdims=False):
         return self.xp.min(x, axis=np_axis(axis), keepdims=keepdims)
+
+    def prod(self, x, axis=None, keepdims=False):
+        return self.xp.prod(x, axis=np_axis(axis), keepdims=keepdims)
+
+    def var(self, x, axis=None, keepdims=False):
+        return self.xp.var(x, axis=np_axis(axis), keepdims=keepdims)
+
+    def std(self, x, axis=None, keepdims=False):
+        return self.xp.std(x, axis=np_axis(axis), keepdims=keepdims)
+
+    def norm(self, x, ord=2, axis=None, keepdims=False):
+        order = {"inf": np.inf}.get(ord, ord)
+        if axis is None:  # TensorFlow's: the vector norm of every element
+            flat = self.xp.linalg.norm(self.xp.reshape(x, (-1,)), ord=order)
+            return self.xp.reshape(flat, (1,) * self.xp.ndim(x)) if keepdims else flat
+        return self.xp.linalg.norm(x, ord=order, axis=np_axis(axis), keepdims=keepdims)
+
+    def cumsum(self, x, axis=0, exclusive=False, reverse=False):
+        return self._running(self.xp.cumsum, 0.0, x, axis, exclusive, reverse)
+
+    def cumprod(self, x, axis=0, exclusive=False, reverse=False):
+        return self._running(self.xp.cumprod, 1.0, x, axis, exclusive, reverse)
+
+    def _running(self, running, identity, x, axis, exclusive, reverse):
+        """TensorFlow's exclusive and reverse running sums and products: NumPy has the
+        plain ones; reversed by a negative step, shifted by one with `identity`."""
+        xp = self.xp
+        at = (slice(None),) * (axis % xp.ndim(x))
+        if reverse:
+            x = x[(*at, slice(None, None, -1))]
+        y = running(x, axis=axis)
+        if exclusive:
+            first = xp.ones_like(x[(*at, slice(0, 1))]) * identity
+            y = xp.concatenate([first, y[(*at, slice(0, -1))]], axis=axis)
+        return y[(*at, slice(None, None, -1))] if reverse else y
 
     # -- shape ---------------------------------------------------------------------------
     def reshape(self, x, shape):
