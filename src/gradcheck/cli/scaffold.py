@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 WIDTH = 88  # the template is ruff-clean under the common line limits
 SECTIONS = {
     "elementwise": "elementwise ops: arguments broadcast as in NumPy and TensorFlow",
-    "linalg": "linear algebra: rank >= 2, batch axes broadcast",
+    "linalg": "linear algebra: matmul's batch axes broadcast; dot, outer on 1-D",
     "nn": "neural-network ops",
     "reductions": "reductions: axis is None (every axis), an int or a list of ints",
     "shape": "shape ops",

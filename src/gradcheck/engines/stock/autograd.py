@@ -151,6 +151,15 @@ class AutogradEngine(NumpyApiOps):
     def log_softmax(self, x, axis=-1):
         return x - _logsumexp(x, axis=axis, keepdims=True)
 
+    def diag_part(self, x):
+        # autograd's diagonal and trace VJPs take no axis1/axis2 (a TypeError): the
+        # diagonal as a masked sum instead, whose VJPs it has.
+        k = min(anp.shape(x)[-2:])
+        return anp.sum(x[..., :k, :k] * np.eye(k), axis=-1)
+
+    def trace(self, x):
+        return anp.sum(self.diag_part(x), axis=-1)
+
     def where(self, cond, a, b):
         # autograd's where VJP hands back the broadcast shape, unsummed (a scalar a got a
         # (2,) gradient): every operand broadcast first, by the VJP that sums back.

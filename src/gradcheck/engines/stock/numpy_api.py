@@ -98,6 +98,18 @@ class NumpyApiOps:
     def matmul(self, a, b):
         return self.xp.matmul(a, b)
 
+    def dot(self, a, b):
+        return self.xp.dot(a, b)
+
+    def outer(self, a, b):
+        return self.xp.outer(a, b)
+
+    def trace(self, x):
+        return self.xp.trace(x, axis1=-2, axis2=-1)
+
+    def diag_part(self, x):
+        return self.xp.diagonal(x, axis1=-2, axis2=-1)
+
     def sum(self, x, axis=None, keepdims=False):
         return self.xp.sum(x, axis=np_axis(axis), keepdims=keepdims)
 

@@ -243,6 +243,18 @@ class TorchEngine:
     def matmul(self, a, b):
         return torch.matmul(a, b)
 
+    def dot(self, a, b):
+        return torch.dot(a, b)
+
+    def outer(self, a, b):
+        return torch.outer(a, b)
+
+    def trace(self, x):
+        return torch.diagonal(x, dim1=-2, dim2=-1).sum(-1)
+
+    def diag_part(self, x):
+        return torch.diagonal(x, dim1=-2, dim2=-1)
+
     def sum(self, x, axis=None, keepdims=False):
         return _reduce(torch.sum, x, axis, keepdims)
 
