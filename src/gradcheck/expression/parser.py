@@ -232,7 +232,8 @@ class _Parser:
             raise ExpressionError(f"{self._text(node)}: {reason}", node.lineno)
         if not has_op(node.func.id):
             names = [op.name for op in all_ops()]
-            close = difflib.get_close_matches(node.func.id, names, n=1)
+            close = difflib.get_close_matches(node.func.id, names, n=3)
+            close.sort(key=lambda c: sorted(c) != sorted(node.func.id))  # tahn: tanh, not tan
             hint = f"did you mean {close[0]!r}? " if close else ""
             raise ExpressionError(
                 f"{self._text(node)}: unknown op {node.func.id!r} ({hint}`gradcheck ops` "
