@@ -40,6 +40,8 @@ APPLICATIONS: dict[str, list[tuple[list, dict]]] = {
     "min": [([[[1.0, 1.0, 3.0], [2.0, 0.0, 0.0]]], {"axis": -1, "keepdims": True})],
     "logsumexp": [([(2, 3)], {"axis": 0, "keepdims": False})],
     "reshape": [([(2, 3)], {"shape": [3, 2]})],
+    "flip": [([(2, 3, 4)], {"axis": [0, 2]}), ([(2, 3)], {"axis": -1})],
+    "swapaxes": [([(2, 3, 4)], {"axis1": 0, "axis2": -1})],
     "transpose": [([(2, 3, 4)], {"perm": [1, 2, 0]}), ([(2, 3)], {"perm": None})],
     "matrix_transpose": [([(2, 3, 4)], {})],
     "expand_dims": [([(2, 3)], {"axis": 1})], "squeeze": [([(2, 1, 3)], {"axis": None})],

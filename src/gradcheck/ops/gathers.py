@@ -1,5 +1,5 @@
 """Ops that pick elements by integer indices (SPEC §3.1): take (tf.gather), take_along_axis,
-embedding, one_hot, sparse_softmax_cross_entropy.
+embedding, sparse_softmax_cross_entropy (one_hot, also §3.1's, is not declared yet).
 
 Their indices are integer inputs (`Op.integer`), never differentiated; each op says what
 they may hold (`Op.index_range`), so an index out of range is a case error at its input's

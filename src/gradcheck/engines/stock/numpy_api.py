@@ -188,6 +188,16 @@ class NumpyApiOps:
         return x[index]
 
     # -- gathers: integer indices (constants), by indexing, whose VJP adds up repeats ------
+    def flip(self, x, axis=None):
+        # By negative-step slices: HIPS autograd has no VJP for flip.
+        index = [slice(None)] * self.xp.ndim(x)
+        for a in [axis] if isinstance(axis, int) else axis:
+            index[a] = slice(None, None, -1)
+        return x[tuple(index)]
+
+    def swapaxes(self, x, axis1=None, axis2=None):
+        return self.xp.swapaxes(x, axis1, axis2)
+
     def take(self, x, indices, axis=0):
         return x[(slice(None),) * (axis % x.ndim) + (indices,)]
 

@@ -334,6 +334,12 @@ class TorchEngine:
     def getitem(self, x, index):
         return _getitem(x, index)
 
+    def flip(self, x, axis=None):
+        return torch.flip(x, [axis] if isinstance(axis, int) else list(axis))
+
+    def swapaxes(self, x, axis1=None, axis2=None):
+        return torch.swapaxes(x, axis1, axis2)
+
     # -- comparisons (0/1 in the operands' dtype, no gradient), where, clip ----------------
     def greater(self, a, b):
         return torch.gt(a, b).to(a.dtype)
