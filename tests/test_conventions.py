@@ -46,8 +46,17 @@ CASE_OP = {
     "relu_of_integer_difference": "relu", "abs_at_zero": "abs",
     "abs_integers_scaled": "abs", "max_ties_rows": "max", "min_ties_all": "min",
     "max_ties_integers_keepdims": "max", "min_ties_negative_axis": "min",
-    "maximum_minimum_ties": "maximum", "maximum_as_relu": "maximum",
+    "maximum_minimum_ties": "maximum", "maximum_as_relu": "maximum", "clip_at_bounds": "clip",
+    "leaky_relu_at_zero": "leaky_relu", "elu_at_zero": "elu", "selu_at_zero": "selu",
 }  # fmt: skip
+
+
+def passed_or_lacks_the_op(case) -> bool:
+    """Passed, or skipped because the engine has no method for the op (the corpus's small
+    engines predate clip)."""
+    return case.status == "passed" or (
+        case.status == "skipped" and case.message.startswith("unsupported: engine has no method")
+    )
 
 
 @cache
@@ -183,7 +192,7 @@ def test_undeclared_conventions_fail_the_kink_cases_with_the_right_mechanism(nam
     for case in result.cases:
         op_name = CASE_OP[case.name]
         if op_name not in expected:
-            assert case.status == "passed", (case.name, case.message)
+            assert passed_or_lacks_the_op(case), (case.name, case.message)
             continue
         if case.name == "maximum_as_relu" and expected[op_name] == "maximum:split":
             assert case.status == "passed"  # the case that hides a split, see below
@@ -283,7 +292,7 @@ def test_a_real_engine_without_its_declarations_gets_each_convention_named(spec)
     for case in result.cases:
         op_name = CASE_OP[case.name]
         if op_name not in declared:
-            assert case.status == "passed", (case.name, case.message)
+            assert passed_or_lacks_the_op(case), (case.name, case.message)
             continue
         if case.status == "passed":  # a case where the convention shows nowhere
             continue

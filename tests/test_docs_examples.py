@@ -1,6 +1,6 @@
 """The examples of README.md and docs/ are what the code does: the engines and the user op
 they show are files the suite runs (examples/tiny_engine.py,
-examples/custom_op/softplus_ops.py), and the runs they show are what gradcheck prints
+examples/custom_op/smooth_relu_ops.py), and the runs they show are what gradcheck prints
 today. Each test reads its example from the section of the page that shows it."""
 
 import re
@@ -24,7 +24,7 @@ def test_readme_adapter_example_is_the_tested_file():
 
 def test_user_op_example_is_the_tested_file():
     shown = section("docs/user-ops.md", "User-defined ops")
-    source = (ROOT / "examples" / "custom_op" / "softplus_ops.py").read_text()
+    source = (ROOT / "examples" / "custom_op" / "smooth_relu_ops.py").read_text()
     body = source.split('"""', 2)[2].lstrip("\n")
     assert f"```python\n{body}```" in shown
 

@@ -197,15 +197,15 @@ def test_the_plugin_fuzz_item_keeps_no_reference_cache_as_gradcheck_fuzz_keeps_n
 
 # -- user-defined ops (SPEC §9) -----------------------------------------------------------
 
-WRONG_SOFTPLUS = """\
+WRONG_SMOOTH_RELU = """\
 from gradcheck.engines.builtin import BuiltinEngine
 
 
 class Engine(BuiltinEngine):
-    name = "wrong-softplus"
+    name = "wrong-smooth_relu"
 
     def vjp_rule(self, op, i):
-        if op.name == "softplus":  # g * x, where softplus' is sigmoid(x)
+        if op.name == "smooth_relu":  # g * x, where smooth_relu' is sigmoid(x)
             return lambda g, ans, x: g * x
         return super().vjp_rule(op, i)
 """
@@ -213,17 +213,17 @@ class Engine(BuiltinEngine):
 
 def test_fuzzing_a_user_op_loaded_with_ops(tmp_path):
     """`--ops FILE.py` loads user-defined ops (as for `run`); `--ops names` picks ops."""
-    ops_file = str(ROOT / "examples" / "custom_op" / "softplus_ops.py")
-    (tmp_path / "wrong.py").write_text(WRONG_SOFTPLUS)
-    clean = fuzz("--ops", ops_file, "--ops", "softplus,add", "--max-examples", "40",
+    ops_file = str(ROOT / "examples" / "custom_op" / "smooth_relu_ops.py")
+    (tmp_path / "wrong.py").write_text(WRONG_SMOOTH_RELU)
+    clean = fuzz("--ops", ops_file, "--ops", "smooth_relu,add", "--max-examples", "40",
                  "--seed", "1", "--format", "json")  # fmt: skip
     assert clean.exit_code == 0, clean.output
-    assert json.loads(clean.stdout)["ops"] == ["add", "softplus"]
-    found = fuzz("--engine", "wrong.py", "--ops", ops_file, "--ops", "softplus",
+    assert json.loads(clean.stdout)["ops"] == ["add", "smooth_relu"]
+    found = fuzz("--engine", "wrong.py", "--ops", ops_file, "--ops", "smooth_relu",
                  "--max-examples", "40", "--seed", "1", "--format", "json")  # fmt: skip
     assert found.exit_code == 1, found.output
     (bug,) = json.loads(found.stdout)["bugs"]
-    assert bug["op"] == "softplus" and "softplus(x)" in bug["case"]["expr"]
+    assert bug["op"] == "smooth_relu" and "smooth_relu(x)" in bug["case"]["expr"]
 
 
 def test_a_case_file_found_from_python_names_the_engine_class(tmp_path):

@@ -212,6 +212,22 @@ BAD_CASES = {
         """,
         "lambda is not allowed",
     ),
+    "chained comparison": (
+        """\
+        - name: bad
+          expr: where(0 < x < 1, x, 0.0)  # <-
+          inputs: {x: [1.0]}
+        """,
+        "0 < x < 1: one comparison > >= < <= == or != at a time",
+    ),
+    "membership test": (
+        """\
+        - name: bad
+          expr: x in x  # <-
+          inputs: {x: [1.0]}
+        """,
+        "x in x: one comparison > >= < <= == or != at a time",
+    ),
     "undefined name": (
         """\
         - name: bad

@@ -19,9 +19,25 @@ import tensorflow as tf
 
 from gradcheck.engines.builtin.engine import BuiltinEngine
 from gradcheck.ops import Op
-from test_ops import FD_STEP, FD_TOL, PARAMS, TF_TOL, Case, _args, op_forward, op_vjp
+from test_ops import (
+    FD_STEP,
+    FD_TOL,
+    PARAMS,
+    TF_TOL,
+    Case,
+    _args,
+    differentiable,
+    is_integer,
+    op_forward,
+    op_vjp,
+)
 
 ZERO = tf.UnconnectedGradients.ZERO
+
+
+def tf_args(args) -> list:
+    """The arguments as TensorFlow constants: float64, integer ones (indices) as they are."""
+    return [tf.constant(a) if is_integer(a) else tf.constant(a, dtype=tf.float64) for a in args]
 
 
 def call_tf(op: Op, xs: list, attrs: dict):
@@ -41,10 +57,11 @@ def op_jvp(op: Op, i: int, t: np.ndarray, ans: np.ndarray, args, attrs) -> np.nd
 def test_each_jvp_matches_the_forward_accumulator_and_finite_differences(case: Case) -> None:
     op, attrs, args, rng = _args(case)
     ans = op_forward(op, args, attrs)
-    for i, arg in enumerate(args):
+    for i in differentiable(op, args):
+        arg = args[i]
         t = rng.standard_normal(arg.shape)
         got = op_jvp(op, i, t, ans, args, attrs)
-        xs = [tf.constant(a, dtype=tf.float64) for a in args]
+        xs = tf_args(args)
         with tf.autodiff.ForwardAccumulator(xs[i], tf.constant(t, dtype=tf.float64)) as acc:
             out = call_tf(op, xs, attrs)
         np.testing.assert_allclose(got, acc.jvp(out, unconnected_gradients=ZERO), **TF_TOL)
@@ -56,10 +73,13 @@ def test_each_jvp_matches_the_forward_accumulator_and_finite_differences(case: C
 
 def builtin_hvp(op: Op, args, attrs, cotangent, directions) -> list[np.ndarray]:
     """The builtin engine's gradient of sum(grad * v), its first-order gradients built as
-    Tensors (create_graph)."""
+    Tensors (create_graph); integer arguments are constants."""
     engine = BuiltinEngine()
-    leaves = [engine.leaf(f"a{i}", a) for i, a in enumerate(args)]
-    out = engine.apply(op, leaves, attrs)
+    built = [
+        engine.constant(a) if is_integer(a) else engine.leaf(f"a{i}", a) for i, a in enumerate(args)
+    ]
+    leaves = [built[i] for i in differentiable(op, args)]
+    out = engine.apply(op, built, attrs)
     grads = engine.grad(out, leaves, cotangent, create_graph=True)
     terms = [engine.mul(g, engine.constant(v)) for g, v in zip(grads, directions, strict=True)]
     loss = engine.sum(terms[0], **SUM)
@@ -72,26 +92,33 @@ SUM = {"axis": None, "keepdims": False}
 
 
 def tf_hvp(op: Op, args, attrs, cotangent, directions) -> list[np.ndarray]:
-    xs = [tf.constant(a, dtype=tf.float64) for a in args]
+    built = tf_args(args)
+    xs = [built[i] for i in differentiable(op, args)]
     with tf.GradientTape() as outer:
         outer.watch(xs)
         with tf.GradientTape() as inner:
             inner.watch(xs)
-            out = call_tf(op, xs, attrs)
+            out = call_tf(op, built, attrs)
         grads = inner.gradient(
             out, xs, output_gradients=tf.constant(cotangent), unconnected_gradients=ZERO
         )
+        grads = [tf.convert_to_tensor(g) for g in grads]  # a gather's come as IndexedSlices
         loss = tf.add_n([tf.reduce_sum(g * v) for g, v in zip(grads, directions, strict=True)])
-    return [g.numpy() for g in outer.gradient(loss, xs, unconnected_gradients=ZERO)]
+    hvps = outer.gradient(loss, xs, unconnected_gradients=ZERO)
+    return [tf.convert_to_tensor(g).numpy() for g in hvps]
 
 
 def fd_hvp(op: Op, args, attrs, cotangent, directions) -> list[np.ndarray]:
     """d/dh of the registry's first-order VJPs at args + h * directions."""
 
+    floats = differentiable(op, args)
+
     def vjps(h: float) -> list[np.ndarray]:
-        moved = [a + h * v for a, v in zip(args, directions, strict=True)]
+        moved = list(args)
+        for i, v in zip(floats, directions, strict=True):
+            moved[i] = args[i] + h * v
         ans = op_forward(op, moved, attrs)
-        return [op_vjp(op, i, cotangent, ans, moved, attrs) for i in range(len(args))]
+        return [op_vjp(op, i, cotangent, ans, moved, attrs) for i in floats]
 
     plus, minus = vjps(FD_STEP), vjps(-FD_STEP)
     return [(p - m) / (2 * FD_STEP) for p, m in zip(plus, minus, strict=True)]
@@ -102,7 +129,7 @@ def test_the_builtin_second_order_matches_nested_tapes_and_finite_differences(ca
     op, attrs, args, rng = _args(case)
     ans = op_forward(op, args, attrs)
     cotangent = rng.standard_normal(ans.shape)
-    directions = [rng.standard_normal(a.shape) for a in args]
+    directions = [rng.standard_normal(args[i].shape) for i in differentiable(op, args)]
     got = builtin_hvp(op, args, attrs, cotangent, directions)
     for mine, theirs in zip(got, tf_hvp(op, args, attrs, cotangent, directions), strict=True):
         np.testing.assert_allclose(mine, theirs, **TF_TOL)

@@ -69,6 +69,22 @@ def spaced(rng: np.random.Generator, shapes: Sequence[Shape]) -> list[np.ndarray
     return [pool[lo:hi].reshape(s) for lo, hi, s in zip(bounds, bounds[1:], shapes, strict=False)]
 
 
+def below(n: int) -> Callable[[np.random.Generator, Shape], np.ndarray]:
+    """Integer indices in [0, n), repeats likely: a gather's adjoint must add them up."""
+    return lambda rng, shape: rng.integers(0, n, shape)
+
+
+def _between_jumps(rng: np.random.Generator, shape: Shape) -> np.ndarray:
+    """k + [0.1, 0.4]: away from floor's and ceil's jumps (integers) and round's (halves)."""
+    return rng.integers(-3, 3, shape) + rng.uniform(0.1, 0.4, shape)
+
+
+def _distinct_magnitudes(rng: np.random.Generator, shape: Shape) -> np.ndarray:
+    """Magnitudes 0.25 apart, random signs: no ties of |x| within reach of h."""
+    n = math.prod(shape)
+    return (rng.choice([-1.0, 1.0], n) * (rng.permutation(n) * 0.25 + 0.25)).reshape(shape)
+
+
 NORMAL = each(_normal)
 POSITIVE = each(_positive)
 NONZERO = each(_nonzero)
@@ -144,6 +160,25 @@ UNARY = {
     "sigmoid": NORMAL,
     "relu": NONZERO,
 }
+# SPEC §3.1's unary ops (ops/unary.py)
+MORE_UNARY = {
+    "log1p": each(lambda rng, shape: rng.uniform(-0.5, 2.0, shape)),
+    "expm1": NORMAL,
+    "reciprocal": NONZERO,
+    "rsqrt": POSITIVE,
+    "tan": each(lambda rng, shape: rng.uniform(-1.2, 1.2, shape)),
+    "erf": each(lambda rng, shape: 2 * rng.standard_normal(shape)),
+    "softplus": NORMAL,
+    "gelu": NORMAL,
+    "leaky_relu": NONZERO,
+    "elu": NONZERO,
+    "selu": NONZERO,
+    "silu": NORMAL,
+    "sign": NONZERO,
+    "floor": each(_between_jumps),
+    "ceil": each(_between_jumps),
+    "round": each(_between_jumps),
+}
 
 REDUCTION_CASES: list[tuple[Shape, dict[str, Any]]] = [
     ((2, 3, 4), {}),
@@ -158,14 +193,49 @@ REDUCTION_CASES: list[tuple[Shape, dict[str, Any]]] = [
     ((), {}),
 ]
 REDUCTIONS = {"sum": NORMAL, "mean": NORMAL, "max": spaced, "min": spaced, "logsumexp": NORMAL}
+MORE_REDUCTIONS = {"prod": NORMAL, "var": NORMAL, "std": NORMAL}  # ops/cumulative, statistics
+CUMULATIVE_CASES: list[tuple[Shape, dict[str, Any]]] = [
+    ((3, 4), {}),
+    ((3, 4), {"axis": 1, "exclusive": True}),
+    ((2, 3, 4), {"axis": -1, "reverse": True}),
+    ((2, 3, 4), {"axis": 1, "exclusive": True, "reverse": True}),
+    ((5,), {}),
+]
+NORM_CASES: list[tuple[Shape, dict[str, Any]]] = [
+    ((3, 4), {}),
+    ((2, 3, 4), {"axis": 1}),
+    ((2, 3, 4), {"ord": "fro", "axis": [1, 2]}),
+    ((2, 3, 4), {"ord": "fro", "axis": [-1, 0], "keepdims": True}),
+    ((2, 3, 4), {"ord": 1, "axis": -1, "keepdims": True}),
+    ((3, 4), {"ord": 1}),
+    ((3, 4), {"ord": "inf", "axis": 0}),
+    ((5,), {"ord": "inf"}),
+]
 
 CASES: list[Case] = [
     *(case(op, *shapes, gen=gen) for op, gen in BINARY.items() for shapes in BINARY_SHAPES),
     *(case(op, shape, gen=gen) for op, gen in UNARY.items() for shape in UNARY_SHAPES),
+    *(case(op, shape, gen=gen) for op, gen in MORE_UNARY.items() for shape in UNARY_SHAPES),
+    case("gelu", (3, 4), approximate=True),
+    case("leaky_relu", (3, 4), gen=NONZERO, alpha=0.01),
+    case("elu", (3, 4), gen=NONZERO, alpha=0.5),
     *(
         case(op, shape, gen=gen, **attrs)
         for op, gen in REDUCTIONS.items()
         for shape, attrs in REDUCTION_CASES
+    ),
+    *(
+        case(op, shape, gen=gen, **attrs)
+        for op, gen in MORE_REDUCTIONS.items()
+        for shape, attrs in REDUCTION_CASES
+        # std over one element is 0, where it has no gradient
+        if not (op == "std" and (shape == () or attrs.get("axis") == []))
+    ),
+    *(case("norm", shape, gen=each(_distinct_magnitudes), **attrs) for shape, attrs in NORM_CASES),
+    *(
+        case(op, shape, gen=NONZERO, **attrs)
+        for op in ("cumsum", "cumprod")
+        for shape, attrs in CUMULATIVE_CASES
     ),
     # matmul: plain, batched, batch axes broadcast (one side, size-1 axes, different ranks)
     case("matmul", (3, 4), (4, 5)),
@@ -174,6 +244,18 @@ CASES: list[Case] = [
     case("matmul", (2, 3, 4), (2, 4, 1)),
     case("matmul", (2, 1, 3, 4), (5, 4, 2)),
     case("matmul", (1, 3, 2), (4, 2, 3)),
+    case("dot", (4,), (4,)),
+    case("dot", (1,), (1,)),
+    case("dot", (6,), (6,)),
+    case("outer", (3,), (4,)),
+    case("outer", (1,), (2,)),
+    case("outer", (4,), (4,)),
+    case("trace", (3, 3)),
+    case("trace", (2, 3, 4)),
+    case("trace", (2, 1, 4, 2)),
+    case("diag_part", (3, 3)),
+    case("diag_part", (2, 3, 4)),
+    case("diag_part", (2, 4, 2)),
     # nn
     *(
         case(op, shape, **attrs)
@@ -186,6 +268,32 @@ CASES: list[Case] = [
             ((3, 1), {"axis": 1}),
         ]
     ),
+    # comparisons (values apart: a comparison is a step), where, clip (off its bounds)
+    *(
+        case(op, *shapes, gen=spaced)
+        for op in ("greater", "greater_equal", "less", "less_equal", "equal", "not_equal")
+        for shapes in [((3, 4), (3, 4)), ((3, 1), (4,)), ((), (2, 3))]
+    ),
+    case("where", (3, 4), (3, 4), (3, 4), gen=spaced),
+    case("where", (3, 1), (4,), (), gen=spaced),
+    case("where", (), (2, 3), (2, 1), gen=spaced),
+    case("clip", (3, 4), gen=spaced, lo=-0.6, hi=0.8),
+    case("clip", (5,), gen=spaced, lo=0, hi=0.3),
+    case("clip", (), gen=spaced, lo=-2.0, hi=2.0),
+    # gathers: integer indices, repeated and out of order
+    case("take", (5, 3), (7,), gen=each(_normal, below(5))),
+    case("take", (2, 5, 3), (2, 4), gen=each(_normal, below(5)), axis=1),
+    case("take", (4, 3), (), gen=each(_normal, below(3)), axis=-1),
+    case("take", (6,), (3, 4), gen=each(_normal, below(6))),
+    case("take_along_axis", (3, 4), (3, 6), gen=each(_normal, below(4)), axis=1),
+    case("take_along_axis", (3, 4, 2), (5, 4, 2), gen=each(_normal, below(3)), axis=0),
+    case("take_along_axis", (3, 4), (3, 1), gen=each(_normal, below(4))),
+    case("embedding", (6, 4), (5,), gen=each(_normal, below(6))),
+    case("embedding", (6, 4), (2, 3), gen=each(_normal, below(6))),
+    case("embedding", (3,), (4,), gen=each(_normal, below(3))),
+    case("sparse_softmax_cross_entropy", (4, 5), (4,), gen=each(_normal, below(5))),
+    case("sparse_softmax_cross_entropy", (2, 3, 4), (2, 3), gen=each(_normal, below(4))),
+    case("sparse_softmax_cross_entropy", (3,), (), gen=each(_normal, below(3))),
     # shape ops
     case("reshape", (2, 3, 4), shape=[6, 4]),
     case("reshape", (2, 3, 4), shape=[-1]),
@@ -199,6 +307,12 @@ CASES: list[Case] = [
     case("transpose", (2, 3, 4, 5), perm=[3, 1, 0, 2]),
     case("transpose", (3, 4)),
     case("transpose", (5,)),
+    case("flip", (3, 4), axis=0),
+    case("flip", (2, 3, 4), axis=[0, -1]),
+    case("flip", (5,), axis=-1),
+    case("swapaxes", (2, 3, 4), axis1=0, axis2=2),
+    case("swapaxes", (3, 4), axis1=-1, axis2=0),
+    case("swapaxes", (2, 3), axis1=1, axis2=1),
     case("matrix_transpose", (3, 4)),
     case("matrix_transpose", (2, 3, 4)),
     case("matrix_transpose", (2, 1, 3, 4)),
@@ -260,9 +374,18 @@ PARAMS = [pytest.param(c, id=c.id) for c in CASES]
 def _args(case: Case) -> tuple[Op, dict[str, Any], list[np.ndarray], np.random.Generator]:
     op = get_op(case.op)
     rng = np.random.default_rng(zlib.crc32(case.id.encode()))
-    args = [np.asarray(a, dtype=np.float64) for a in case.gen(rng, case.shapes)]
+    args = [a if is_integer(a) else np.asarray(a, np.float64) for a in case.gen(rng, case.shapes)]
     assert [a.shape for a in args] == list(case.shapes)
     return op, op.resolve_attrs(case.attrs), args, rng
+
+
+def is_integer(a: np.ndarray) -> bool:
+    return np.asarray(a).dtype.kind in "iu"
+
+
+def differentiable(op: Op, args: Sequence[np.ndarray]) -> list[int]:
+    """The arguments with a gradient: all but the integer ones (indices, labels)."""
+    return [i for i, a in enumerate(args) if not is_integer(a)]
 
 
 def op_shape(op: Op, shapes: Sequence[Shape], attrs: dict[str, Any]) -> Shape:
@@ -289,7 +412,7 @@ def tf_value_and_grads(
     op: Op, args: Sequence[np.ndarray], attrs: dict[str, Any], cotangent: np.ndarray | None
 ) -> tuple[np.ndarray, list[np.ndarray]]:
     """TensorFlow's value and `tape.gradient` for every argument (cotangent None: ones)."""
-    xs = [tf.constant(a, dtype=tf.float64) for a in args]
+    xs = [tf.constant(a) if is_integer(a) else tf.constant(a, dtype=tf.float64) for a in args]
     with tf.GradientTape() as tape:
         for x in xs:
             tape.watch(x)
@@ -299,7 +422,7 @@ def tf_value_and_grads(
     grads = tape.gradient(
         out, xs, output_gradients=cot, unconnected_gradients=tf.UnconnectedGradients.ZERO
     )
-    return out.numpy(), [tf.convert_to_tensor(g).numpy() for g in grads]
+    return out.numpy(), [None if g is None else tf.convert_to_tensor(g).numpy() for g in grads]
 
 
 def fd_vjp(
@@ -353,7 +476,8 @@ def test_vjps_match_tensorflow(case: Case) -> None:
     ans = op_forward(op, args, attrs)
     cot = rng.standard_normal(ans.shape)
     _, want = tf_value_and_grads(op, args, attrs, cot)
-    for i, arg in enumerate(args):
+    for i in differentiable(op, args):
+        arg = args[i]
         got = op_vjp(op, i, cot, ans, args, attrs)
         assert got.shape == arg.shape, f"argument {i}"
         np.testing.assert_allclose(got, want[i], **TF_TOL, err_msg=f"argument {i}")
@@ -364,7 +488,7 @@ def test_vjps_match_finite_differences(case: Case) -> None:
     op, attrs, args, rng = _args(case)
     ans = op_forward(op, args, attrs)
     cot = rng.standard_normal(ans.shape)
-    for i in range(len(args)):
+    for i in differentiable(op, args):
         got = op_vjp(op, i, cot, ans, args, attrs)
         want = fd_vjp(op, i, cot, args, attrs)
         np.testing.assert_allclose(got, want, **FD_TOL, err_msg=f"argument {i}")
@@ -384,6 +508,13 @@ class Kink:
 
 KINKS = [
     Kink("relu", "relu'(0)=0", ([-1.0, -0.0, 0.0, 2.0],), ([0.0, 0.0, 0.0, 1.0],)),
+    Kink(
+        "clip",
+        "bounds-pass",
+        ([-2.0, -1.0, 0.5, 1.5, 3.0],),
+        ([0.0, 1.0, 1.0, 1.0, 0.0],),
+        {"lo": -1.0, "hi": 1.5},
+    ),
     Kink("abs", "abs'(0)=0", ([-1.5, -0.0, 0.0, 2.0],), ([-1.0, 0.0, 0.0, 1.0],)),
     Kink(
         "maximum",
@@ -455,6 +586,21 @@ KINKS = [
         ([[0.25, 0.25], [0.25, 0.25]],),
         {"axis": [0, 1]},
     ),
+    Kink("leaky_relu", "slope-alpha-at-0", ([-1.0, 0.0, 2.0],), ([0.2, 0.2, 1.0],)),
+    Kink(
+        "elu",
+        "negative-branch-at-0",
+        ([-1.0, 0.0, 2.0],),
+        ([0.5 * math.exp(-1), 0.5, 1.0],),
+        {"alpha": 0.5},
+    ),
+    Kink(
+        "selu",
+        "positive-branch-at-0",
+        ([-1.0, 0.0, 2.0],),
+        ([1.7580993408473766 * math.exp(-1), 1.0507009873554805, 1.0507009873554805],),
+    ),
+    Kink("sign", "zero-everywhere", ([-1.0, 0.0, 2.0],), ([0.0, 0.0, 0.0],)),
     Kink(
         # The exponent's gradient is 0 where base <= 0 (NaN where the power is NaN);
         # the base's gradient follows b * a ** (b - 1), inf and NaN included.
@@ -496,11 +642,20 @@ SHAPE_ERRORS = [
     ("matmul", [(3,), (3, 4)], {}, "needs rank >= 2 on both sides, got shapes (3,) and (3, 4)"),
     ("matmul", [(2, 3, 4), (3, 4, 5)], {}, "batch axes: shapes (2,) and (3,) do not broadcast"),
     ("add", [(3, 4), (4, 3)], {}, "shapes (3, 4) and (4, 3) do not broadcast"),
+    ("dot", [(2, 3), (3,)], {}, "dot is the inner product of two 1-D arrays, got shapes (2, 3)"),
+    ("dot", [(3,), (4,)], {}, "lengths 3 and 4 differ"),
+    ("outer", [(3,), ()], {}, "outer takes two 1-D arrays, got shapes (3,) and ()"),
+    ("trace", [(3,)], {}, "needs rank >= 2 (it acts on the last two axes), got shape (3,)"),
+    ("diag_part", [()], {}, "needs rank >= 2 (it acts on the last two axes), got shape ()"),
     ("maximum", [(2, 3), (2,)], {}, "shapes (2, 3) and (2,) do not broadcast"),
     ("transpose", [(2, 3, 4)], {"perm": [1, 0]}, "perm [1, 0] is not a permutation of the 3 axes"),
     ("transpose", [(2, 3)], {"perm": [0, 0]}, "perm [0, 0] is not a permutation of the 2 axes"),
     ("transpose", [(2, 3)], {"perm": 1}, "perm must be a list of integers, got 1"),
     ("matrix_transpose", [(3,)], {}, "needs rank >= 2, got shape (3,)"),
+    ("flip", [(2, 3)], {}, "axis must be an integer or a list of integers, got None"),
+    ("flip", [(2, 3)], {"axis": [0, 2]}, "axis 2 is out of range for rank 2"),
+    ("swapaxes", [(2, 3)], {"axis1": 0, "axis2": 2}, "axis2 2 is out of range for rank 2"),
+    ("swapaxes", [(2, 3)], {"axis2": 0}, "axis1 must be an integer, got None"),
     ("reshape", [(2, 3)], {"shape": [4, 2]}, "cannot reshape (2, 3) (6 elements) into [4, 2]"),
     ("reshape", [(2, 3)], {"shape": [4, -1]}, "cannot reshape (2, 3) into [4, -1]"),
     ("reshape", [(2, 3)], {"shape": [-1, -1]}, "shape [-1, -1] may hold one -1"),
@@ -523,6 +678,18 @@ SHAPE_ERRORS = [
     ("concat", [(2, 3), (2, 3)], {"axis": 2}, "axis 2 is out of range for rank 2"),
     ("stack", [(2, 3), (3, 2)], {}, "shapes (2, 3), (3, 2) differ"),
     ("stack", [(2, 3), (2, 3)], {"axis": -4}, "axis -4 is out of range for rank 3"),
+    ("leaky_relu", [(2,)], {"alpha": "0.2"}, "alpha must be a number, got '0.2'"),
+    ("elu", [(2,)], {"alpha": True}, "alpha must be a number, got True"),
+    ("gelu", [(2,)], {"approximate": 1}, "approximate must be true or false, got 1"),
+    ("norm", [(2, 3)], {"ord": 3}, "ord must be one of 1, 2, 'inf', 'fro', got 3"),
+    ("norm", [(2, 3)], {"ord": "fro"}, "ord 'fro' needs two axes (axis=[-2, -1]), got axis=None"),
+    ("norm", [(2, 3)], {"ord": 1, "axis": [0, 1]}, "only 'fro' is supported there"),
+    ("norm", [(2, 3)], {"axis": 2}, "axis 2 is out of range for rank 2"),
+    ("prod", [(2, 3)], {"axis": 3}, "axis 3 is out of range for rank 2"),
+    ("cumsum", [(2, 3)], {"axis": 2}, "axis 2 is out of range for rank 2"),
+    ("cumsum", [()], {}, "axis 0 is out of range for rank 0"),
+    ("cumprod", [(2, 3)], {"exclusive": 1}, "exclusive must be true or false, got 1"),
+    ("cumprod", [(2, 3)], {"reverse": "yes"}, "reverse must be true or false, got 'yes'"),
     ("getitem", [(3, 4)], {"index": (5,)}, "index [5] does not apply to shape (3, 4)"),
     ("getitem", [(3, 4)], {"index": (0, 0, 0)}, "index [0, 0, 0] does not apply to shape (3, 4)"),
     ("getitem", [(3, 4)], {"index": (Ellipsis, Ellipsis)}, "index [..., ...] does not apply"),
@@ -609,3 +776,78 @@ def test_unknown_attributes_are_rejected(name: str, given: dict[str, Any], messa
 def test_resolve_attrs_fills_defaults() -> None:
     assert get_op("sum").resolve_attrs({"axis": 1}) == {"axis": 1, "keepdims": False}
     assert get_op("softmax").resolve_attrs({}) == {"axis": -1}
+
+
+# --- comparisons in expressions ---------------------------------------------------------
+
+
+def test_python_comparisons_are_the_comparison_ops() -> None:
+    from gradcheck.expression import parse
+
+    for symbol, name in [(">", "greater"), (">=", "greater_equal"), ("<", "less"),
+                         ("<=", "less_equal"), ("==", "equal"), ("!=", "not_equal")]:  # fmt: skip
+        expression = parse(f"where(x {symbol} 0.5, x, y)", {"x": (3,), "y": ()})
+        cond = expression.output.args[0]
+        assert (cond.op.name, cond.shape) == (name, (3,)), symbol
+
+
+# --- products at zeros (SPEC §3.1) ------------------------------------------------------
+
+ZEROS = np.array([[2.0, 0.0, 3.0, -1.5], [0.0, 1.5, 0.0, 2.0], [0.5, -2.0, 1.5, 3.0]])
+
+
+@pytest.mark.parametrize("axis", [1, 0, None])
+def test_prod_at_zeros_is_tensorflows_exact_rule(axis: Any) -> None:
+    """One zero in a group: it gets the others' product; two zeros: every element gets 0."""
+    op = get_op("prod")
+    attrs = op.resolve_attrs({"axis": axis})
+    ans = op_forward(op, [ZEROS], attrs)
+    cot = np.arange(1.0, ans.size + 1).reshape(ans.shape)
+    got = op_vjp(op, 0, cot, ans, [ZEROS], attrs)
+    _, (want,) = tf_value_and_grads(op, [ZEROS], attrs, cot)
+    np.testing.assert_allclose(got, want, **TF_TOL)
+    np.testing.assert_allclose(got, fd_vjp(op, 0, cot, [ZEROS], attrs), **FD_TOL)
+    if axis == 1:
+        assert got[0].tolist() == [0.0, -9.0, 0.0, 0.0] and not got[1].any()
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [{"axis": 1}, {"axis": 1, "exclusive": True}, {"axis": 1, "reverse": True},
+     {"axis": 0, "exclusive": True, "reverse": True}],
+)  # fmt: skip
+def test_cumprod_at_zeros_is_exact_where_tensorflows_is_not(attrs: dict[str, Any]) -> None:
+    """The registry's cumprod VJP and JVP agree with finite differences at zeros (one and
+    two per row); TensorFlow's gradient divides by x and is NaN there, which is why
+    cases with zeros in cumprod's input are for the numeric reference."""
+    op = get_op("cumprod")
+    attrs = op.resolve_attrs(attrs)
+    ans = op_forward(op, [ZEROS], attrs)
+    cot = np.random.default_rng(0).standard_normal(ans.shape)
+    got = op_vjp(op, 0, cot, ans, [ZEROS], attrs)
+    np.testing.assert_allclose(got, fd_vjp(op, 0, cot, [ZEROS], attrs), **FD_TOL)
+    _, (tf_grad,) = tf_value_and_grads(op, [ZEROS], attrs, cot)
+    assert not np.allclose(tf_grad, got, equal_nan=False)
+    t = np.random.default_rng(1).standard_normal(ZEROS.shape)
+    jvp = np.broadcast_to(op.jvps[0](t, ans, ZEROS, **attrs), ans.shape)
+    fd = op_forward(op, [ZEROS + FD_STEP * t], attrs) - op_forward(op, [ZEROS - FD_STEP * t], attrs)
+    np.testing.assert_allclose(jvp, fd / (2 * FD_STEP), **FD_TOL)
+
+
+def test_a_case_where_tensorflows_cumprod_gradient_is_wrong_is_judged_numerically() -> None:
+    """cumprod declares where TensorFlow's gradient is wrong (Op.tf_wrong): the shipped
+    case with zeros is judged by finite differences and says why; the one without zeros
+    stays TensorFlow's."""
+    from pathlib import Path
+
+    from gradcheck.cases import load_file
+    from gradcheck.engines.builtin.engine import BuiltinEngine
+    from gradcheck.runner import RunOptions, run
+
+    path = Path(__file__).resolve().parents[1] / "cases" / "products.yaml"
+    cases = [c for c in load_file(path) if c.name.startswith("cumprod")]
+    results = {r.name: r for r in run(cases, BuiltinEngine, RunOptions()).cases}
+    at_zeros, away = results["cumprod_at_zeros"], results["cumprod_away_from_zeros"]
+    assert at_zeros.passed and at_zeros.reference == "numeric"
+    assert "TensorFlow's cumprod gradient divides by x, and x holds zeros" in at_zeros.message
+    assert away.passed and away.reference == "tensorflow" and "numeric" not in away.message

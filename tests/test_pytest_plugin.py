@@ -288,9 +288,9 @@ def test_xdist(project: pytest.Pytester) -> None:
 
 
 def test_user_ops_and_the_numeric_reference(project: pytest.Pytester) -> None:
-    shutil.copy(ROOT / "examples" / "custom_op" / "softplus_ops.py", project.path / "my_ops.py")
+    shutil.copy(ROOT / "examples" / "custom_op" / "smooth_relu_ops.py", project.path / "my_ops.py")
     (project.path / "cases" / "soft.yaml").write_text(
-        "cases:\n  - name: soft\n    expr: softplus(x) * x\n    inputs: {x: [0.5, -1.0]}\n"
+        "cases:\n  - name: soft\n    expr: smooth_relu(x) * x\n    inputs: {x: [0.5, -1.0]}\n"
     )
     args = ("--gradcheck", "cases/soft.yaml", "-p", "no:cacheprovider")
     missing = project.runpytest_inprocess(*args, "--collect-only", "-q")

@@ -53,6 +53,10 @@ GOOD_SNIPPETS = {
     "spec with a range": "cases:\n  - {name: a, expr: x, inputs: {x: {shape: [2], "
     "init: uniform, low: -2, high: 2}}}\n",
     "literal cotangent": "cases:\n  - {name: a, expr: x, inputs: {x: [1, 2]}, cotangent: [3, 4]}\n",
+    "integer values": "cases:\n  - {name: a, expr: 'take(x, i)', inputs: {x: [1.0, 2.0], "
+    "i: {values: [1, 0, 1], dtype: int64}}}\n",
+    "integer spec with a range": "cases:\n  - {name: a, expr: 'take(x, i)', inputs: "
+    "{x: {shape: [3]}, i: {shape: [4], low: 0, high: 2, dtype: int32}}}\n",
 }
 
 # Each is wrong in a way a schema can say; the loader must refuse it too.
@@ -73,6 +77,10 @@ BAD_SNIPPETS = {
     "case-only key in defaults": "defaults: {expr: x}\ncases: []\n",
     "unknown top-level key": "cases: []\nversion: 2\n",
     "no cases": "defaults: {dtype: float32}\n",
+    "values without a dtype": "cases:\n  - {name: a, expr: 'take(x, i)', inputs: "
+    "{x: [1.0, 2.0], i: {values: [1]}}}\n",
+    "float input dtype": "cases:\n  - {name: a, expr: x, inputs: {x: {shape: [2], "
+    "dtype: float32}}}\n",
 }
 
 

@@ -38,6 +38,10 @@ TF_CONVENTIONS = {
     "max": "split",
     "min": "split",
     "pow": "zero",
+    "clip": "pass",
+    "leaky_relu": "alpha",
+    "elu": "negative",
+    "selu": "positive",
 }
 
 
@@ -105,6 +109,21 @@ def conventions_followed(factory) -> dict[str, str]:
         )
     (_, exponent) = probe(factory, "pow(a, b)", {"a": [-2.0], "b": [2.0]}, ["a", "b"])
     found["pow"] = "nan" if np.isnan(exponent[0]) else "zero" if exponent[0] == 0 else "other"
+    (bounds,) = probe(factory, "clip(x, 0.0, 1.0)", {"x": [0.0, 1.0]}, ["x"])
+    found["clip"] = {(1.0, 1.0): "pass", (0.5, 0.5): "half", (0.0, 0.0): "stop"}.get(
+        tuple(float(v) for v in bounds), "other"
+    )
+    slopes = {
+        "leaky_relu": {0.2: "alpha", 1.0: "one"},
+        "elu": {0.5: "negative", 1.0: "positive"},
+        "selu": {1.0507009873554805: "positive", 1.7580993408473766: "negative"},
+    }
+    for op, names_ in slopes.items():
+        attrs = ", alpha=0.5" if op == "elu" else ""
+        (x,) = probe(factory, f"{op}(x{attrs})", {"x": [0.0]}, ["x"])
+        found[op] = {round(k, 12): n for k, n in names_.items()}.get(
+            round(float(x[0]), 12), "other"
+        )
     return found
 
 
@@ -149,60 +168,60 @@ def test_the_stock_engine_computes_in_the_case_dtype(spec: str, dtype: str, tmp_
 
 # --- a user's custom op through the stock adapter ----------------------------------------
 
-SOFTPLUS_OPS = ROOT / "examples" / "custom_op" / "softplus_ops.py"
+SMOOTH_RELU_OPS = ROOT / "examples" / "custom_op" / "smooth_relu_ops.py"
 
 
-def wrong_torch_softplus():
+def wrong_torch_smooth_relu():
     import torch
 
     example = load_engine(str(ROOT / "examples" / "custom_op" / "torch_engine.py"))
 
-    class Wrong(sys.modules[example.__module__].Softplus):
+    class Wrong(sys.modules[example.__module__].SmoothRelu):
         @staticmethod
         def backward(ctx, upstream):
             (x,) = ctx.saved_tensors
             return upstream * torch.sigmoid(-x)  # the sign of x lost
 
     class Engine(example):
-        def softplus(self, x):
+        def smooth_relu(self, x):
             return Wrong.apply(x)
 
     return Engine
 
 
-def wrong_jax_softplus():
+def wrong_jax_smooth_relu():
     import jax
     import jax.numpy as jnp
 
     from gradcheck.engines.stock.jax import JaxEngine
 
     @jax.custom_vjp
-    def softplus(x):
+    def smooth_relu(x):
         return jnp.logaddexp(0.0, x)
 
-    softplus.defvjp(lambda x: (softplus(x), x), lambda x, g: (g * jax.nn.sigmoid(-x),))
+    smooth_relu.defvjp(lambda x: (smooth_relu(x), x), lambda x, g: (g * jax.nn.sigmoid(-x),))
 
     class Engine(JaxEngine):
-        def softplus(self, x):
-            return softplus(x)
+        def smooth_relu(self, x):
+            return smooth_relu(x)
 
     return Engine
 
 
-@pytest.mark.parametrize("make", [wrong_torch_softplus, wrong_jax_softplus])
+@pytest.mark.parametrize("make", [wrong_torch_smooth_relu, wrong_jax_smooth_relu])
 @pytest.mark.parametrize("reference", ["tensorflow", "numeric"])
 def test_a_wrong_custom_gradient_is_named(make, reference: str) -> None:
-    load_ops_files([SOFTPLUS_OPS])
+    load_ops_files([SMOOTH_RELU_OPS])
     (case,) = [
         c
         for c in load_paths([ROOT / "examples" / "custom_op" / "cases.yaml"])
-        if c.name == "softplus_layer"
+        if c.name == "smooth_relu_layer"
     ]
     result = check_case(case, make(), RunOptions(reference=reference))
     assert result.status == "failed"
     top = result.hints[0]
-    assert (top.code, top.op, top.node) == ("op-vjp", "softplus", "softplus(x @ w + b)")
-    assert [n.op for n in result.nodes if n.status == "failed"] == ["softplus"]
+    assert (top.code, top.op, top.node) == ("op-vjp", "smooth_relu", "smooth_relu(x @ w + b)")
+    assert [n.op for n in result.nodes if n.status == "failed"] == ["smooth_relu"]
 
 
 # --- choosing and installing --------------------------------------------------------------

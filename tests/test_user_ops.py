@@ -28,7 +28,7 @@ from gradcheck.runner import RunOptions, check_case
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "custom_op"
-SOFTPLUS_OPS = EXAMPLE / "softplus_ops.py"
+SMOOTH_RELU_OPS = EXAMPLE / "smooth_relu_ops.py"
 
 OPS = '''
 import numpy as np
@@ -418,7 +418,7 @@ def test_an_input_may_not_be_named_after_a_user_op(tmp_path: Path, ops_file: Pat
 
 @pytest.mark.parametrize("engine", ["tf_engine.py", "torch_engine.py", "jax_engine.py"])
 def test_the_custom_op_example_passes_against_tensorflow_and_numeric(engine: str) -> None:
-    load_ops_files([SOFTPLUS_OPS])
+    load_ops_files([SMOOTH_RELU_OPS])
     factory = load_engine(str(EXAMPLE / engine))
     for reference in ("tensorflow", "numeric"):
         items = load_file(EXAMPLE / "cases.yaml")

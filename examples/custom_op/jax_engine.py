@@ -1,10 +1,10 @@
-"""softplus as a jax.custom_vjp function, checked through the stock JAX adapter.
+"""smooth_relu as a jax.custom_vjp function, checked through the stock JAX adapter.
 
-    gradcheck run examples/custom_op/cases.yaml --ops examples/custom_op/softplus_ops.py \
+    gradcheck run examples/custom_op/cases.yaml --ops examples/custom_op/smooth_relu_ops.py \
         --engine examples/custom_op/jax_engine.py
 
 Every builtin op comes from `JaxEngine` (``--engine jax``, a functional engine); the
-custom op is one method more, named as the op is declared in softplus_ops.py.
+custom op is one method more, named as the op is declared in smooth_relu_ops.py.
 """
 
 import jax
@@ -14,23 +14,23 @@ from gradcheck.engines.stock.jax import JaxEngine
 
 
 @jax.custom_vjp
-def softplus(x):
+def smooth_relu(x):
     return jnp.logaddexp(0.0, x)
 
 
 def _forward(x):
-    return softplus(x), x
+    return smooth_relu(x), x
 
 
 def _backward(x, upstream):
     return (upstream * jax.nn.sigmoid(x),)
 
 
-softplus.defvjp(_forward, _backward)
+smooth_relu.defvjp(_forward, _backward)
 
 
 class Engine(JaxEngine):
-    name = "jax+softplus"
+    name = "jax+smooth_relu"
 
-    def softplus(self, x):
-        return softplus(x)
+    def smooth_relu(self, x):
+        return smooth_relu(x)

@@ -1,7 +1,7 @@
-"""softplus with a hand-written tf.custom_gradient, checked against TensorFlow's own
-differentiation of the plain formula (the TensorFlow builder in softplus_ops.py).
+"""smooth_relu with a hand-written tf.custom_gradient, checked against TensorFlow's own
+differentiation of the plain formula (the TensorFlow builder in smooth_relu_ops.py).
 
-    gradcheck run examples/custom_op/cases.yaml --ops examples/custom_op/softplus_ops.py \
+    gradcheck run examples/custom_op/cases.yaml --ops examples/custom_op/smooth_relu_ops.py \
         --engine examples/custom_op/tf_engine.py
 
 Every builtin op comes from `TensorFlowAdapter` (``--engine tensorflow``); `record` puts
@@ -14,7 +14,7 @@ from gradcheck.engines.stock.tensorflow import TensorFlowAdapter
 
 
 @tf.custom_gradient
-def softplus(x):
+def smooth_relu(x):
     def gradient(upstream):
         return upstream * tf.sigmoid(x)
 
@@ -22,7 +22,7 @@ def softplus(x):
 
 
 class Engine(TensorFlowAdapter):
-    name = "tensorflow+softplus"
+    name = "tensorflow+smooth_relu"
 
-    def softplus(self, x):
-        return self.record(softplus, x)
+    def smooth_relu(self, x):
+        return self.record(smooth_relu, x)

@@ -1,10 +1,10 @@
-"""softplus as a torch.autograd.Function, checked through the stock PyTorch adapter.
+"""smooth_relu as a torch.autograd.Function, checked through the stock PyTorch adapter.
 
-    gradcheck run examples/custom_op/cases.yaml --ops examples/custom_op/softplus_ops.py \
+    gradcheck run examples/custom_op/cases.yaml --ops examples/custom_op/smooth_relu_ops.py \
         --engine examples/custom_op/torch_engine.py
 
 Every builtin op comes from `TorchEngine` (``--engine torch``); the custom op is one
-method more, named as the op is declared in softplus_ops.py.
+method more, named as the op is declared in smooth_relu_ops.py.
 """
 
 import torch
@@ -12,7 +12,7 @@ import torch
 from gradcheck.engines.stock.torch import TorchEngine
 
 
-class Softplus(torch.autograd.Function):
+class SmoothRelu(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -25,7 +25,7 @@ class Softplus(torch.autograd.Function):
 
 
 class Engine(TorchEngine):
-    name = "torch+softplus"
+    name = "torch+smooth_relu"
 
-    def softplus(self, x):
-        return Softplus.apply(x)
+    def smooth_relu(self, x):
+        return SmoothRelu.apply(x)

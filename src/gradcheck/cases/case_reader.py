@@ -22,8 +22,9 @@ from ..expression import Expression, ExpressionError, parse
 from ..ops import has_op
 from ..ops.broadcast import fmt_shape
 from ..util.limits import CASE_ELEMENTS
-from .dtypes import DEFAULT_TOLERANCES
-from .inputs import Given, RandomSpec, Source, cotangent_spec, stable_seed
+from .dtypes import DEFAULT_TOLERANCES, INTEGER_DTYPES
+from .inputs import Given, RandomSpec, Source, cotangent_spec, integer_dtype, stable_seed
+from .integers import check_indices, input_dtype, integer_literal
 from .model import Case, InvalidCase, Tolerance
 from .reading import Map, Seq, check_read, line_of
 from .values import (
@@ -170,6 +171,8 @@ class CaseReader:
     def _input(self, inputs: Map, name: Any, seed: int, dtype: str) -> Source:
         _check_input_name(name, inputs.key_lines[name])
         value, line = inputs.at(name)
+        if isinstance(value, Map) and "values" in value:
+            return integer_literal(name, value, self.max_elements)
         if isinstance(value, Map):
             return self._random(name, value, seed, dtype)
         return replace(parse_array(value, line, f"input {name!r}", self.max_elements), dtype=dtype)
@@ -194,7 +197,9 @@ class CaseReader:
         )
         if "seed" in spec:
             seed = parse_integer(*spec.at("seed"), f"{what}: seed")
-        init = spec.get("init", "normal")
+        if "dtype" in spec:  # an integer input: init integers unless said otherwise
+            dtype = input_dtype(*spec.at("dtype"))
+        init = spec.get("init", "integers" if dtype in INTEGER_DTYPES else "normal")
         try:
             return RandomSpec(seed, name, shape, init, low, high, dtype)
         except ValueError as e:
@@ -205,7 +210,11 @@ class CaseReader:
         source, line = _expr_source(raw)
         node = raw.nodes["expr"]
         try:
-            expression = parse(source, {name: value.shape for name, value in inputs.items()})
+            expression = parse(
+                source,
+                {name: value.shape for name, value in inputs.items()},
+                {name: d for name, value in inputs.items() if (d := integer_dtype(value))},
+            )
         except ExpressionError as e:
             raise CaseFileError(e.message, _ExprLines(node, source).line(e.line)) from None
         where = _ExprLines(node, source)
@@ -228,6 +237,7 @@ class CaseReader:
         ]
         if unused:
             raise CaseProblems(unused)
+        check_indices(expression, inputs, raw["inputs"].key_lines)
         return expression
 
 
@@ -297,8 +307,16 @@ class _ExprLines:
 
 
 def _wrt(raw: Map, expression: Expression, inputs: Mapping[str, Any]) -> list[str]:
+    integers = expression.integer_inputs
     if "wrt" not in raw:
-        return list(inputs)
+        floats = [name for name in inputs if name not in integers]
+        if not floats:
+            raise CaseFileError(
+                "every input is an integer one, which is never differentiated: the case "
+                "needs a float input, or a `wrt:` naming a binding",
+                raw["inputs"].line if isinstance(raw.get("inputs"), Map) else raw.line,
+            )
+        return floats
     wrt, line = raw.at("wrt")
     if not (isinstance(wrt, Seq) and wrt):
         raise CaseFileError(
@@ -314,6 +332,12 @@ def _wrt(raw: Map, expression: Expression, inputs: Mapping[str, Any]) -> list[st
             )
         if name in wrt[:i]:
             raise CaseFileError(f"wrt names {name!r} twice", name_line)
+        if name in integers:
+            raise CaseFileError(
+                f"wrt names {name!r}, an integer input ({integers[name]}): integer inputs "
+                "are never differentiated",
+                name_line,
+            )
     return list(wrt)
 
 

@@ -15,6 +15,10 @@ DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
 
 DTYPES = tuple(DEFAULT_TOLERANCES)
 
+# An input's own dtype when it holds indices, labels or ids (SPEC §3.1): never
+# differentiated, never perturbed, given to engines through `constant()` as it is.
+INTEGER_DTYPES = ("int32", "int64")
+
 
 # Judged by their distance from a float64 answer for the same rounded inputs, next to
 # TensorFlow's own (comparison/compare.py), unless the case sets a tolerance.
@@ -39,3 +43,14 @@ def machine_epsilon(dtype: np.dtype | str) -> float:
     import ml_dtypes
 
     return float(ml_dtypes.finfo(dtype).eps)
+
+
+def is_integer(array: np.ndarray) -> bool:
+    """Whether `array` is an integer input's (indices, labels): kept as it is wherever
+    the float arrays of a case are widened or rounded."""
+    return array.dtype.kind in "iu"
+
+
+def widened(array: np.ndarray) -> np.ndarray:
+    """`array` in float64, for the exact answer; an integer input's as it is."""
+    return array if is_integer(array) else np.asarray(array, np.float64)

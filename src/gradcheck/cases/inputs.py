@@ -17,7 +17,8 @@ The inits:
 * ``positive``: uniform in [low, high) with 0 < low, by default [0.5, 2): safe bases
   for ``log``, ``sqrt`` and ``pow``, away from their steep region near 0.
 * ``integers``: whole numbers in [low, high] inclusive, by default [-3, 3], as floats:
-  exact zeros and ties, to exercise kinks and ``max``/``min`` conventions.
+  exact zeros and ties, to exercise kinks and ``max``/``min`` conventions. With an
+  integer ``dtype`` (int32, int64) the input is an integer one: indices, labels, ids.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from typing import TypeAlias, TypeVar
 
 from ..util.lazy_numpy import np
-from .dtypes import numpy_dtype
+from .dtypes import INTEGER_DTYPES, numpy_dtype
 
 INITS = ("normal", "uniform", "positive", "integers")
 _RANGES = {"uniform": (-1.0, 1.0), "positive": (0.5, 2.0), "integers": (-3, 3)}
@@ -67,10 +68,22 @@ class RandomSpec:
             raise ValueError("init normal takes no low/high (it is mean 0, std 1); use uniform")
         if self.init != "normal":
             _range(self.init, self.low, self.high)
+        if self.dtype in INTEGER_DTYPES:
+            if self.init != "integers":
+                raise ValueError(f"dtype {self.dtype} takes init integers, not {self.init}")
+            lo, hi = _range(self.init, self.low, self.high)
+            bits = int(self.dtype[3:]) - 1
+            if not (-(2**bits) <= lo and hi < 2**bits):
+                raise ValueError(f"low and high must fit in {self.dtype}, got {lo:g}, {hi:g}")
 
     @property
     def size(self) -> int:
         return math.prod(self.shape)
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """The [low, high] it draws from, defaults filled in (not for init normal)."""
+        return _range(self.init, self.low, self.high)
 
     def draw(self) -> np.ndarray:
         seeds = np.random.SeedSequence([self.seed, stable_seed(self.name)])
@@ -80,7 +93,8 @@ class RandomSpec:
         elif self.init == "integers":
             lo, hi = _range(self.init, self.low, self.high)
             values = rng.integers(int(lo), int(hi), size=self.shape, endpoint=True)
-            values = values.astype(np.float64)
+            if self.dtype not in INTEGER_DTYPES:  # the float case's whole numbers
+                values = values.astype(np.float64)
         else:
             # What `rng.uniform(lo, hi)` computes, lo + (hi - lo) * random(), in place and
             # without its per-element broadcasting: the same bits, in three fast passes.
@@ -98,7 +112,7 @@ class Given:
     Drawn, as a `RandomSpec` is, as an array of the case's dtype."""
 
     shape: tuple[int, ...]
-    values: tuple[float, ...] | float | np.ndarray
+    values: tuple[float, ...] | tuple[int, ...] | float | np.ndarray
     dtype: str = "float64"
 
     @property
@@ -109,11 +123,18 @@ class Given:
         dtype = numpy_dtype(self.dtype)
         if isinstance(self.values, float):
             return np.full(self.shape, self.values, dtype)
-        return np.asarray(self.values, np.float64).reshape(self.shape).astype(dtype)
+        exact = np.int64 if self.dtype in INTEGER_DTYPES else np.float64  # ints beyond 2**53
+        return np.asarray(self.values, exact).reshape(self.shape).astype(dtype)
 
 
 # An array, or a spec it is drawn from. A string, so that NumPy is not looked up for it.
 Source: TypeAlias = "np.ndarray | RandomSpec | Given"
+
+
+def integer_dtype(source: Source) -> str | None:
+    """The integer dtype of an integer input's source (SPEC §3.1); None for a float one."""
+    dtype = source.dtype if isinstance(source, (RandomSpec, Given)) else source.dtype.name
+    return dtype if dtype in INTEGER_DTYPES else None
 
 
 def draw_all(values: Mapping[K, Source]) -> dict[K, np.ndarray]:

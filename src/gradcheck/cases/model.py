@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..expression import Expression
 from ..util.lazy_numpy import np
-from .dtypes import DEFAULT_TOLERANCES
+from .dtypes import DEFAULT_TOLERANCES, widened
 from .inputs import directions, draw_all, tangents
 
 if TYPE_CHECKING:
@@ -140,13 +140,13 @@ class Case:
         upcast: what a float16/bfloat16 case's exact answer is computed on."""
 
         def wide(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-            return {n: np.asarray(v, np.float64) for n, v in arrays.items()}
+            return {n: widened(v) for n, v in arrays.items()}
 
         return replace(
             self,
             dtype="float64",
             sources=wide(self.inputs),
-            cotangent_source=np.asarray(self.cotangent, np.float64),
+            cotangent_source=widened(self.cotangent),
             given_tangents=wide(self.tangents()),
             given_directions=wide(self.directions()),
         )

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..ops import all_ops
 from .case_reader import IDENTIFIER_PATTERN, NAME_PATTERN
-from .dtypes import DTYPES
+from .dtypes import DTYPES, INTEGER_DTYPES
 from .inputs import INITS
 from .loader import DEFAULT_KEYS
 from .model import MODES
@@ -41,7 +41,13 @@ def case_file_schema() -> dict[str, Any]:
                 "pattern": f"^{IDENTIFIER_PATTERN}$",
                 "not": {"enum": sorted({*keyword.kwlist, *(op.name for op in all_ops())})},
             },
-            "additionalProperties": {"anyOf": [array, {"$ref": "#/$defs/input_spec"}]},
+            "additionalProperties": {
+                "anyOf": [
+                    array,
+                    {"$ref": "#/$defs/input_spec"},
+                    {"$ref": "#/$defs/integer_values"},
+                ]
+            },
         },
         "wrt": {
             "type": "array",
@@ -105,11 +111,16 @@ def case_file_schema() -> dict[str, Any]:
             "low": {"type": "number"},
             "high": {"type": "number"},
             "seed": {**seed, "description": "Overrides the case's seed for this input."},
+            "dtype": {
+                "enum": list(INTEGER_DTYPES),
+                "description": "An integer input (indices, labels): init integers, never "
+                "differentiated. Float inputs take the case's dtype.",
+            },
         },
         "required": ["shape"],
         "additionalProperties": False,
-        # init normal (the default) is mean 0, std 1: it takes no range.
-        "if": {"properties": {"init": {"const": "normal"}}},
+        # init normal (the default, but for an integer input) is mean 0, std 1: no range.
+        "if": {"properties": {"init": {"const": "normal"}}, "not": {"required": ["dtype"]}},
         "then": {"properties": {"low": False, "high": False}},
     }
     defaults = {key: case[key] for key in DEFAULT_KEYS}
@@ -131,6 +142,14 @@ def case_file_schema() -> dict[str, Any]:
                 "additionalProperties": False,
             },
             "input_spec": input_spec,
+            "integer_values": {
+                "type": "object",
+                "description": "An integer input's values (indices, labels), e.g. "
+                "{values: [0, 2, 2], dtype: int64}.",
+                "properties": {"values": array, "dtype": {"enum": list(INTEGER_DTYPES)}},
+                "required": ["values", "dtype"],
+                "additionalProperties": False,
+            },
             "array": {
                 "description": "A number or a rectangular nested list of numbers.",
                 "anyOf": [{"type": "number"}, {"type": "array", "items": array}],

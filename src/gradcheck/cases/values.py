@@ -20,7 +20,7 @@ from .inputs import Given
 from .model import MODES, ORDERS
 from .reading import Map, Seq
 
-SPEC_KEYS = ("shape", "init", "low", "high", "seed")
+SPEC_KEYS = ("shape", "init", "low", "high", "seed", "dtype")
 TOLERANCE_KEYS = ("rtol", "atol")
 COTANGENTS = ("ones", "random")
 REFERENCES = ("tensorflow", "numeric", "both")
@@ -216,10 +216,10 @@ _SETTINGS = {
 def parse_array(value: Any, line: int, what: str, limit: int) -> Given:
     """A literal number or rectangular nested list of numbers, as float64 `Given`
     numbers; no larger than `limit` elements, checked from its shape first."""
-    if _is_array(value) and value.dtype.kind in "iuf":  # from `load_case`
+    if is_array(value) and value.dtype.kind in "iuf":  # from `load_case`
         check_shape(what, value.shape, limit, line)
         return Given(value.shape, value.astype("float64"))  # a copy: the caller's may change
-    shape = _literal_shape(value, line, what, ())
+    shape = literal_shape(value, line, what, ())
     check_shape(what, shape, limit, line)
     try:
         return Given(shape, tuple(_flat(value)))
@@ -227,7 +227,7 @@ def parse_array(value: Any, line: int, what: str, limit: int) -> Given:
         raise CaseFileError(f"{what}: a number is too large for float64", line) from None
 
 
-def _is_array(value: Any) -> bool:
+def is_array(value: Any) -> bool:
     # An array comes from a caller of `load_case`, who has imported NumPy; asked of a
     # case file's values, the question must not import it (as pytest's `approx` asks).
     numpy = sys.modules.get("numpy")
@@ -242,7 +242,7 @@ def _flat(value: Any) -> Iterator[float]:
         yield float(value)
 
 
-def _literal_shape(value: Any, line: int, what: str, index: tuple[int, ...]) -> tuple[int, ...]:
+def literal_shape(value: Any, line: int, what: str, index: tuple[int, ...]) -> tuple[int, ...]:
     """The shape of a nested list of numbers; errors name and point at the bad item."""
     if is_number(value):
         return ()
@@ -254,7 +254,7 @@ def _literal_shape(value: Any, line: int, what: str, index: tuple[int, ...]) -> 
     if len(index) >= MAX_RANK:
         raise CaseFileError(f"{what} is nested more than {MAX_RANK} levels deep", line)
     shapes = [
-        _literal_shape(item, item_line, what, (*index, i))
+        literal_shape(item, item_line, what, (*index, i))
         for i, (item, item_line) in enumerate(value.located())
     ]
     for i, shape in enumerate(shapes):

@@ -12,6 +12,8 @@ report and the exit codes are `run`'s.
 an init (`3,4:positive`; SPEC §2's normal, uniform, positive, integers), a random input
 of that shape; or a literal as in a case file, in YAML's flow syntax (`[[1, 2], [3, 4]]`,
 `0.5`). Bare integers are sizes, so a literal scalar is written with a dot: `x=2.0`.
+An integer input (indices, labels) is its dtype and its numbers: `i=int64:0,2,2`, or
+`i=int32:[[0, 1], [1, 1]]` (SPEC §3.1).
 The case's dtype (`--dtype`) holds for every input, as in a case file.
 """
 
@@ -20,6 +22,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ..cases.dtypes import INTEGER_DTYPES
 from ..errors import UsageError
 from .common import app
 
@@ -90,6 +93,19 @@ class _Given:
         return Collected([item], [], 0)
 
 
+def _integers(spec: str, numbers: str) -> Any:
+    """An integer input's numbers: `0,2,2` (a list), `3` (a scalar) or a YAML literal."""
+    import yaml
+
+    text = numbers.strip()
+    try:
+        return yaml.safe_load(text if text.startswith("[") or "," not in text else f"[{text}]")
+    except yaml.YAMLError as e:
+        raise typer.BadParameter(
+            f"{spec!r}: not a list of integers ({e})", param_hint="-i"
+        ) from None
+
+
 def _inputs(specs: list[str]) -> dict[str, Any]:
     """`-i NAME=SPEC` options as a case file's `inputs:` mapping."""
     import yaml
@@ -105,6 +121,10 @@ def _inputs(specs: list[str]) -> dict[str, Any]:
             )
         if name in inputs:
             raise typer.BadParameter(f"input {name!r} is given twice", param_hint="-i")
+        dtype, colon, numbers = value.partition(":")
+        if colon and dtype.strip() in INTEGER_DTYPES:  # i=int64:0,2,2 (an integer input)
+            inputs[name] = {"values": _integers(spec, numbers), "dtype": dtype.strip()}
+            continue
         sizes = _SIZES.fullmatch(value.replace(" ", ""))
         if sizes:
             shape = value.split(":")[0].replace(" ", "")

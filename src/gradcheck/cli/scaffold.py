@@ -25,10 +25,15 @@ if TYPE_CHECKING:
 WIDTH = 88  # the template is ruff-clean under the common line limits
 SECTIONS = {
     "elementwise": "elementwise ops: arguments broadcast as in NumPy and TensorFlow",
-    "linalg": "linear algebra: rank >= 2, batch axes broadcast",
+    "linalg": "linear algebra: matmul's batch axes broadcast; dot, outer on 1-D",
     "nn": "neural-network ops",
     "reductions": "reductions: axis is None (every axis), an int or a list of ints",
     "shape": "shape ops",
+    "unary": "more elementwise ops: special functions, activations, zero-gradient ops",
+    "cumulative": "products and running sums: prod's axis as a reduction's, cumsum's one axis",
+    "statistics": "var, std and norm: axis as a reduction's",
+    "comparisons": "comparisons (0/1 in the case dtype, no gradient), where and clip",
+    "gathers": "gathers: integer indices (int32 or int64); a repeated index accumulates",
     "user": "user-defined ops (--ops)",
 }
 PARAM_NOTES = {
@@ -115,6 +120,10 @@ def _op_method(op: Op) -> str:
         details.append(f"`{op.params[0]}` is a list of your nodes.")
     if op.name in PARAM_NOTES:
         details.append(PARAM_NOTES[op.name])
+    details += [
+        f"`{p}` is integer (your `constant()` of an int32/int64 array) and has no gradient."
+        for p in op.integer
+    ]
     doc = _docstring(summary, " ".join(details))
     return f"    def {op.name}({', '.join(params)}):\n{doc}        raise NotImplementedError\n"
 
@@ -129,6 +138,8 @@ def _docstring(summary: str, details: str) -> str:
     if re.match(r"[a-z]{2,} ", details):  # a sentence now, not the rest of one
         details = details[0].upper() + details[1:]
     body = textwrap.fill(details, WIDTH, initial_indent=indent, subsequent_indent=indent)
+    if len(f'{indent}"""{summary}.') > WIDTH:  # a long TensorFlow name on a line of its own
+        summary = summary.replace(" -> ", f"\n{indent}-> ", 1)
     return f'{indent}"""{summary}.\n\n{body}\n{indent}"""\n'
 
 

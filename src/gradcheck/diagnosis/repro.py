@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..cases.dtypes import widened
 from ..cases.model import Case, InvalidCase
 from ..engines.builtin.engine import BuiltinEngine
 from ..engines.loading import STOCK, load_engine
@@ -76,7 +77,7 @@ def _stem(name: str, used: set[str]) -> str:
 
 def _write(folder: Path, stem: str, case: Case, check: NodeCheck, engine: str) -> None:
     want = check.right(check.cotangent)
-    arrays = {name: np.asarray(v, np.float64) for name, v in check.inputs.items()}
+    arrays = {name: widened(v) for name, v in check.inputs.items()}
     arrays["cotangent"] = np.asarray(check.cotangent, np.float64)
     arrays["want_value"] = np.asarray(want.forward, np.float64)
     arrays.update({f"want_{n}": np.asarray(g, np.float64) for n, g in want.grads.items()})
@@ -99,7 +100,11 @@ def _call(check: NodeCheck) -> str:
     variadic op), literals through `constant`, attributes as keywords."""
     node = check.node
     args = [
-        f"constant(engine, {arg.literal!r})" if arg.is_literal else f"a{i}"
+        f"constant(engine, {arg.literal!r})"
+        if arg.is_literal
+        else f'indices(engine, "a{i}")'  # an integer input: a constant, as the driver gives it
+        if arg.integer
+        else f"a{i}"
         for i, arg in enumerate(node.args)
     ]
     listed = [f"[{', '.join(args)}]"] if node.op.variadic else args
@@ -122,7 +127,9 @@ def _script(stem: str, case: Case, check: NodeCheck, engine: str) -> str:
         call=_call(check),
         names=repr(names),
         arguments=", ".join(
-            f"a{i} is {arg.text}" for i, arg in enumerate(check.node.args) if not arg.is_literal
+            f"a{i} is {arg.text}" + (f" ({arg.integer}, no gradient)" if arg.integer else "")
+            for i, arg in enumerate(check.node.args)
+            if not arg.is_literal
         ),
     )
 
@@ -176,6 +183,11 @@ def array(name):
 
 def constant(engine, literal):
     value = np.asarray(literal, array("cotangent").dtype)
+    return engine.constant(value) if hasattr(engine, "constant") else value
+
+
+def indices(engine, name):
+    value = data[name]  # integers (int32, int64), as they are
     return engine.constant(value) if hasattr(engine, "constant") else value
 
 

@@ -124,7 +124,7 @@ def differentiable_inputs(expression: Expression, wrt: Sequence[str]) -> set[str
         if id(node) in seen:
             continue
         seen.add(id(node))
-        if node.is_input:
+        if node.is_input and not node.integer:  # an index is never differentiated
             names.add(node.name)
         stack.extend(node.args)
     return names
@@ -150,7 +150,9 @@ def build_expression(
         if node.is_input:
             # A copy, so that an engine that writes into its inputs cannot change the reference's.
             value = np.array(inputs[node.name])
-            if node.name in wrt or make_constant is None:
+            if node.integer:  # indices, labels: a constant of their integer dtype, always
+                built[node] = build_call("constant", make_constant or as_given, value)
+            elif node.name in wrt or make_constant is None:
                 built[node] = build_call("leaf", engine.leaf, node.name, value)
             else:
                 built[node] = build_call("constant", make_constant, value)

@@ -26,6 +26,7 @@ class Node:
     attrs: dict[str, Any] = field(default_factory=dict)
     name: str | None = None  # the input's name, or the binding that names this node
     literal: float | None = None  # the value of a numeric literal
+    integer: str | None = None  # an integer input's dtype (int32, int64): never differentiated
     line: int = 1  # line within the expression's source
 
     @property
@@ -57,6 +58,11 @@ class Expression:
         if name in self.bindings:
             return self.bindings[name]
         return self.inputs[name]
+
+    @property
+    def integer_inputs(self) -> dict[str, str]:
+        """The integer inputs (indices, labels, ids) by name, with their dtypes."""
+        return {name: node.integer for name, node in self.inputs.items() if node.integer}
 
     @property
     def names(self) -> list[str]:

@@ -21,6 +21,9 @@ from .graph import Expression, Node
 MAX_DEPTH = 200
 
 _BINOPS = {ast.MatMult: "@", ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
+_COMPARISONS = {
+    ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!=",
+}  # fmt: skip
 _UNSUPPORTED_BINOPS = {
     ast.FloorDiv: "//",
     ast.Mod: "%",
@@ -33,7 +36,6 @@ _UNSUPPORTED_BINOPS = {
 _FORBIDDEN = {
     ast.Attribute: "attribute access is not allowed; call an op by its name",
     ast.Lambda: "lambda is not allowed",
-    ast.Compare: "comparisons are not allowed",
     ast.BoolOp: "and/or are not allowed",
     ast.IfExp: "conditional expressions are not allowed",
     ast.Dict: "dicts are not allowed",
@@ -54,17 +56,25 @@ class ExpressionError(ValueError):
         self.line = line
 
 
-def parse(source: str, input_shapes: Mapping[str, Shape]) -> Expression:
-    """Parse `source` into an `Expression` whose inputs have the given shapes."""
-    return _Parser(source, input_shapes).parse()
+def parse(
+    source: str,
+    input_shapes: Mapping[str, Shape],
+    integer_inputs: Mapping[str, str] | None = None,
+) -> Expression:
+    """Parse `source` into an `Expression` whose inputs have the given shapes;
+    `integer_inputs` names the integer ones (indices, labels) with their dtypes."""
+    return _Parser(source, input_shapes, integer_inputs or {}).parse()
 
 
 class _Parser:
-    def __init__(self, source: str, input_shapes: Mapping[str, Shape]) -> None:
+    def __init__(
+        self, source: str, input_shapes: Mapping[str, Shape], integer_inputs: Mapping[str, str]
+    ) -> None:
         self.source = source.strip()
         self.nodes: list[Node] = []
         self.inputs: dict[str, Node] = {}
         self.input_shapes = {k: tuple(v) for k, v in input_shapes.items()}
+        self.integer_inputs = dict(integer_inputs)
         self.bindings: dict[str, Node] = {}
         self.operators = operator_ops()
         # Each line as UTF-8 (ast's column offsets count bytes), and where it starts, so
@@ -153,6 +163,16 @@ class _Parser:
                 )
             args = [self._node(node.left, depth + 1), self._node(node.right, depth + 1)]
             return self._apply(node, self.operators[symbol], args, {})
+        if isinstance(node, ast.Compare):
+            symbol = _COMPARISONS.get(type(node.ops[0]))
+            if len(node.ops) > 1 or symbol is None:
+                raise ExpressionError(
+                    f"{self._text(node)}: one comparison > >= < <= == or != at a time "
+                    "(no chains, no `is`/`in`)",
+                    node.lineno,
+                )
+            args = [self._node(node.left, depth + 1), self._node(node.comparators[0], depth + 1)]
+            return self._apply(node, self.operators[symbol], args, {})
         if isinstance(node, ast.UnaryOp):
             if isinstance(node.op, ast.UAdd):
                 return self._node(node.operand, depth + 1)
@@ -167,6 +187,10 @@ class _Parser:
             return self._call(node, depth)
         if isinstance(node, ast.Subscript):
             base = self._node(node.value, depth + 1)
+            taken = self._array_index(node.slice)
+            if taken is not None:  # x[:, j]: take(x, j, axis=1) (SPEC §3.1)
+                axis, indices = taken
+                return self._apply(node, get_op("take"), [base, indices], {"axis": axis})
             return self._apply(node, get_op("getitem"), [base], {"index": self._index(node.slice)})
         if isinstance(node, (ast.List, ast.Tuple)):
             raise ExpressionError(
@@ -184,7 +208,12 @@ class _Parser:
         if name in self.inputs:
             return self.inputs[name]
         if name in self.input_shapes:
-            made = self._add(node, shape=self.input_shapes[name], name=name)
+            made = self._add(
+                node,
+                shape=self.input_shapes[name],
+                name=name,
+                integer=self.integer_inputs.get(name),
+            )
             self.inputs[name] = made
             return made
         if has_op(name):
@@ -203,7 +232,8 @@ class _Parser:
             raise ExpressionError(f"{self._text(node)}: {reason}", node.lineno)
         if not has_op(node.func.id):
             names = [op.name for op in all_ops()]
-            close = difflib.get_close_matches(node.func.id, names, n=1)
+            close = difflib.get_close_matches(node.func.id, names, n=3)
+            close.sort(key=lambda c: sorted(c) != sorted(node.func.id))  # tahn: tanh, not tan
             hint = f"did you mean {close[0]!r}? " if close else ""
             raise ExpressionError(
                 f"{self._text(node)}: unknown op {node.func.id!r} ({hint}`gradcheck ops` "
@@ -246,6 +276,7 @@ class _Parser:
 
     def _apply(self, node: ast.AST, op: Op, args: list[Node], attrs: dict[str, Any]) -> Node:
         text = self._text(node)
+        _check_integer_args(text, op, args, node.lineno)
         try:
             attrs = op.resolve_attrs(attrs)
             shapes = [a.shape for a in args]
@@ -256,6 +287,26 @@ class _Parser:
             message = f"{text}: {op.signature} cannot take these attributes ({type(e).__name__})"
             raise ExpressionError(message, node.lineno) from None
         return self._add(node, shape=tuple(shape), op=op, args=tuple(args), attrs=attrs)
+
+    def _array_index(self, node: ast.expr) -> tuple[int, Node] | None:
+        """An integer-array subscript as take's (axis, indices): one integer input, after
+        only `:`s; None for basic indexing."""
+        items = node.elts if isinstance(node, ast.Tuple) else [node]
+        arrays = [i for i, item in enumerate(items) if isinstance(item, ast.Name)]
+        if not arrays:
+            return None
+        at = arrays[0]
+        full = all(
+            isinstance(item, ast.Slice) and item.lower is item.upper is item.step is None
+            for item in items[:at] + items[at + 1 :]
+        )
+        if len(arrays) > 1 or not full:
+            raise ExpressionError(
+                f"{self._text(node)}: an integer-array index is one index array after only "
+                "':'s (x[i], x[:, j]: take(x, j, axis=1)); use take for anything else",
+                node.lineno,
+            )
+        return at, self._name(items[at])  # type: ignore[arg-type]
 
     def _index(self, node: ast.expr) -> tuple:
         items = node.elts if isinstance(node, ast.Tuple) else [node]
@@ -278,6 +329,26 @@ class _Parser:
                 node.lineno,
             )
         return value
+
+
+def _check_integer_args(text: str, op: Op, args: list[Node], line: int) -> None:
+    """Integer inputs go to an op's integer parameters (indices, labels) and nowhere else:
+    no op differentiates through them, and no float reaches a parameter that indexes."""
+    params = [op.params[0]] * len(args) if op.variadic else op.params
+    for param, arg in zip(params, args, strict=False):
+        if arg.integer and param not in op.integer:
+            takers = ", ".join(f"{o.name}'s {p}" for o in all_ops() for p in o.integer)
+            raise ExpressionError(
+                f"{text}: {arg.text} is an integer input ({arg.integer}); only an integer "
+                f"parameter takes one ({takers or 'none'})",
+                line,
+            )
+        if param in op.integer and not arg.integer:
+            raise ExpressionError(
+                f"{text}: {param} must be an integer input ({{values: [...], dtype: int64}}, "
+                f"or a spec with init: integers and dtype: int64), not the float {arg.text}",
+                line,
+            )
 
 
 def _is_negative_number(node: ast.expr) -> bool:

@@ -94,6 +94,8 @@ def kink_distance(node: Node, args: list[np.ndarray]) -> np.ndarray:
     x = args[0].astype(np.float64)
     if op.kink == "zero":  # relu, abs
         return np.abs(x)
+    if op.kink == "bound":  # clip at lo and hi
+        return np.minimum(np.abs(x - node.attrs["lo"]), np.abs(x - node.attrs["hi"]))
     if op.kink == "base":  # pow's exponent, where the base is <= 0 (kept out by the domain)
         return np.maximum(x, 0.0)
     if len(args) == 2:  # maximum, minimum: a tie between the arguments

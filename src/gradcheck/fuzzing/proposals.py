@@ -4,9 +4,9 @@ Nothing here knows an op by name. Candidate shapes come from the ways shapes mee
 the registry (broadcasting: the same shape, size-1 axes, fewer or extra leading axes,
 a scalar; a contraction with the last axis, as matmul's; one axis longer or shorter,
 as concat's), candidate attributes from the attribute's name (``axis``: single,
-negative and several axes, None; ``keepdims``; ``perm``; ``shape``; ``index``), and
-the op's own shape rule keeps those that are valid. A new op with the usual
-attributes is generated without a line here.
+negative and several axes, None; ``keepdims``; ``perm``; ``shape``; ``index``) or from
+the op's declaration (`Op.attr_choices`: clip's bounds, norm's ord), and the op's own
+shape rule keeps those that are valid. A new op is generated without a line here.
 """
 
 from __future__ import annotations
@@ -83,7 +83,10 @@ def completions(
     attr_sets = [
         dict(zip(op.attrs, values, strict=True))
         for values in itertools.product(
-            *(attr_values(name, default, first) for name, default in op.attrs.items())
+            *(
+                attr_values(name, default, first, op.attr_choices.get(name, ()))
+                for name, default in op.attrs.items()
+            )
         )
     ]
     found = []
@@ -126,11 +129,14 @@ def shapes_beside(shape: Shape, max_rank: int) -> list[Shape]:
     return [shape for shape in dict.fromkeys(found) if len(shape) <= max_rank + 1]
 
 
-def attr_values(name: str, default: Any, shape: Shape) -> list[Any]:
-    """Candidate values of the attribute `name` for a first argument of `shape`, default first."""
+def attr_values(name: str, default: Any, shape: Shape, declared: Sequence[Any] = ()) -> list[Any]:
+    """Candidate values of the attribute `name` for a first argument of `shape`, default
+    first; `declared` are the op's own choices for it (`Op.attr_choices`)."""
     r = len(shape)
-    if name == "keepdims":
-        candidates: list[Any] = [False, True]
+    if declared:
+        candidates: list[Any] = list(declared)
+    elif name == "keepdims":
+        candidates = [False, True]
     elif name == "axis":
         singles = [*range(r + 1), *range(-1, -r - 2, -1)]
         pairs = [[i, j] for i, j in itertools.combinations(range(r), 2)]

@@ -1,7 +1,8 @@
 """Subgradient conventions: what an op's VJP may give at a kink or a tie (SPEC §4, §6.1).
 
-Where an op is not differentiable (relu and abs at 0, maximum/minimum at a tie, the
-max/min reductions over tied elements, pow's exponent where the base is <= 0) any
+Where an op is not differentiable (relu, abs, leaky_relu, elu and selu at 0, maximum/minimum
+at a tie, the max/min reductions over tied elements, pow's exponent where the base is
+<= 0) any
 subgradient is defensible, and engines differ: TensorFlow gives a maximum tie to its
 first argument, JAX and HIPS autograd split it, mygrad gives it to neither. Each
 convention here is the op's VJP with that choice made, so the builtin engine can follow
@@ -76,10 +77,32 @@ def _first(winners: np.ndarray, axes: tuple[int, ...], *, last: bool = False) ->
     return np.moveaxis(only.reshape(moved.shape), range(winners.ndim), kept + list(axes))
 
 
+def _at_bounds(factor: float):
+    """clip's VJP with `factor` of the gradient at lo and hi."""
+
+    def rule(g, ans, x, lo, hi):
+        return g * np.where((x == lo) | (x == hi), factor, (x > lo) & (x < hi))
+
+    return rule
+
+
 def _exponent_nan(g, ans, a, b):
     # log(a) as it comes: NaN where a < 0; 0 where a == 0, as PyTorch, JAX and autograd do.
     with np.errstate(all="ignore"):
         return g * ans * np.where(a == 0, 0.0, np.log(a))
+
+
+def _leaky_one(g, ans, x, alpha):
+    return g * np.where(x >= 0, 1.0, alpha)
+
+
+def _elu_positive(g, ans, x, alpha):
+    return g * np.where(x >= 0, 1.0, ans + alpha)
+
+
+def _selu_negative(g, ans, x):
+    # The negative branch's slope at 0, scale * alpha.
+    return g * np.where(x <= 0, ans + 1.0507009873554805 * 1.6732632423543772, 1.0507009873554805)
 
 
 _GT = np.greater
@@ -95,7 +118,19 @@ _CATALOGUE: tuple[Convention, ...] = (
     Convention("abs", "zero", "takes abs'(0) = 0 (sign(0))", True),
     Convention("abs", "half", "takes abs'(0) = 0.5", True, {0: _where_zero(0.5, True)}),
     Convention("abs", "one", "takes abs'(0) = 1", True, {0: _where_zero(1.0, True)}),
+    Convention("leaky_relu", "alpha", "takes leaky_relu'(0) = alpha", True),
+    Convention("leaky_relu", "one", "takes leaky_relu'(0) = 1", True, {0: _leaky_one}),
+    Convention("elu", "negative", "takes elu'(0) = alpha, the negative branch's slope", True),
+    Convention("elu", "positive", "takes elu'(0) = 1, the positive branch's slope", True,
+               {0: _elu_positive}),
+    Convention("sign", "zero", "takes sign'(0) = 0, as everywhere else", True),
+    Convention("selu", "positive", "takes selu'(0) = scale, the positive branch's slope", True),
+    Convention("selu", "negative", "takes selu'(0) = scale * alpha, the negative branch's slope",
+               True, {0: _selu_negative}),
     Convention("pow", "zero", "takes the exponent's gradient as 0 where a <= 0", True),
+    Convention("clip", "pass", "passes the gradient at lo and hi, as inside", True),
+    Convention("clip", "half", "passes half the gradient at lo and hi", True, {0: _at_bounds(0.5)}),
+    Convention("clip", "stop", "gives 0 at lo and hi, as outside", True, {0: _at_bounds(0.0)}),
     Convention("pow", "nan", "gives the exponent NaN where a < 0 (log of a negative base)", False,
                {1: _exponent_nan}),
 )

@@ -108,7 +108,7 @@ def _where_shape(x: Shape, y: Shape, condition: object = None) -> Shape:
 # engine's tensors: the condition is a constant, a mask of the values. Not registered:
 # no expression uses it.
 WHERE = Op(
-    name="where", params=("x", "y"), attrs={"condition": None}, shape=_where_shape,
+    name="masked_where", params=("x", "y"), attrs={"condition": None}, shape=_where_shape,
     forward=lambda x, y, condition: np.where(condition, x, y),
     vjps=(
         lambda g, ans, x, y, condition: g * condition,

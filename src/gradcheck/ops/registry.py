@@ -59,6 +59,14 @@ Conventions shared by every declaration:
   regions (``log`` near 0, a denominator near 0, large exponents), where two correct
   engines can differ by more than rounding. Kinks (``kink``) are kept apart the same way
   unless they are what a generated case is after.
+* ``tf_wrong(*args, **attrs)``, where TensorFlow's own gradient of the op is known to be
+  wrong for some values (cumprod at zeros: it divides by x), says why for these argument
+  values, or None; a case that reaches such values is judged by the numeric reference,
+  and its report says why (`runner.references`).
+* ``attr_choices`` maps an attribute to the values ``gradcheck fuzz`` tries for it, where
+  its name says nothing the fuzzer knows (``axis``, ``keepdims``, ``perm``, ``shape`` and
+  ``index`` it proposes itself): clip's bounds, cumsum's ``exclusive``, norm's ``ord``.
+  Without it only the default is tried.
 """
 
 from __future__ import annotations
@@ -106,15 +114,25 @@ class Op:
     variadic: bool = False
     # Where the op has points at which TensorFlow picks a subgradient (the diagnosis
     # says which convention; ops/conventions.py has the others): "zero" (relu, abs at
-    # 0), "tie" (maximum, minimum, max, min), "base" (pow's exponent where a <= 0).
+    # 0), "tie" (maximum, minimum, max, min), "base" (pow's exponent where a <= 0),
+    # "bound" (clip at lo and hi).
     kink: str | None = None
     origin: str | None = None
     rules: tuple[str, ...] = ()  # each VJP as NumPy text (see the module docstring)
     tf_rules: tuple[str, ...] = ()  # ... and as TensorFlow text
     domain: Mapping[str, Interval] = field(default_factory=dict)  # parameter -> its values
+    attr_choices: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)  # for fuzzing
+    tf_wrong: Callable[..., str | None] | None = None  # see the module docstring
     jvps: tuple[JVP, ...] = ()  # forward mode: one per parameter, like the VJPs
     jvp_rules: tuple[str, ...] = ()  # each JVP as NumPy text ...
     tf_jvp_rules: tuple[str, ...] = ()  # ... and as TensorFlow text
+    # Parameters that take integer inputs (indices, labels; SPEC §3.1): never
+    # differentiated, so their VJP and JVP are None and their rule texts "".
+    integer: tuple[str, ...] = ()
+    # What an integer parameter may hold, from the argument shapes and attributes:
+    # (low, high, what) for values in [low, high) ("axis 0 of size 5"); checked when a
+    # case is read, so an index out of range is a case error at its input's line.
+    index_range: Callable[..., tuple[int, int, str]] | None = None
 
     def __post_init__(self) -> None:
         for rules, what in ((self.vjps, "VJPs"), (self.jvps, "JVPs")):
@@ -130,8 +148,12 @@ class Op:
         unknown = sorted(set(self.domain) - set(self.params))
         if unknown:
             raise TypeError(f"op {self.name}: domain for unknown parameter {unknown[0]!r}")
+        unknown = sorted(set(self.attr_choices) - set(self.attrs))
+        if unknown:
+            raise TypeError(f"op {self.name}: attr_choices for unknown attribute {unknown[0]!r}")
         object.__setattr__(self, "attrs", MappingProxyType(dict(self.attrs)))
         object.__setattr__(self, "domain", MappingProxyType(dict(self.domain)))
+        object.__setattr__(self, "attr_choices", MappingProxyType(dict(self.attr_choices)))
 
     def __call__(self, *args: Any, **attrs: Any) -> Any:
         """The op applied to `args`: its NumPy forward, or, when an argument is a tensor

@@ -9,6 +9,20 @@ from .broadcast import broadcast_shapes, fmt_shape, normalize_axes, normalize_ax
 from .registry import Op, Shape, ShapeError, register
 
 
+def _flip_shape(x: Shape, axis: object = None) -> Shape:
+    if axis is None:  # SPEC: flip(x, axis); NumPy's flip-everything would hide a missing axis
+        raise ShapeError("axis must be an integer or a list of integers, got None")
+    normalize_axes(axis, len(x))
+    return x
+
+
+def _swapaxes_shape(x: Shape, axis1: object = None, axis2: object = None) -> Shape:
+    a, b = normalize_axis(axis1, len(x), what="axis1"), normalize_axis(axis2, len(x), what="axis2")
+    out = list(x)
+    out[a], out[b] = x[b], x[a]
+    return tuple(out)
+
+
 def _int_list(value: object, what: str) -> list[int]:
     items = value if isinstance(value, (list, tuple)) else None
     if items is None or any(isinstance(v, bool) or not isinstance(v, int) for v in items):
@@ -284,5 +298,28 @@ register(Op(
     tf_rules=("tf.Variable(tf.zeros_like(x))[index].assign(g)",),
     jvps=(lambda t, ans, x, index: t[index],),
     jvp_rules=("t[index]",), tf_jvp_rules=("t[index]",),
+))
+FLIP = register(Op(
+    name="flip", params=("x",), attrs={"axis": None}, shape=_flip_shape,
+    forward=lambda x, axis: np.flip(x, normalize_axes(axis, np.ndim(x))),
+    vjps=(lambda g, ans, x, axis: FLIP(g, axis=axis),),
+    tf=lambda tf, x, axis: tf.reverse(x, list(normalize_axes(axis, x.shape.rank))),
+    tf_name="tf.reverse", doc="x with its elements along axis (an int or a list) in reverse",
+    rules=("np.flip(g, axis)",), tf_rules=("tf.reverse(g, tf.reshape(axis, [-1]))",),
+    jvps=(lambda t, ans, x, axis: FLIP(t, axis=axis),),
+    jvp_rules=("np.flip(t, axis)",), tf_jvp_rules=("tf.reverse(t, tf.reshape(axis, [-1]))",),
+))
+register(Op(
+    name="swapaxes", params=("x",), attrs={"axis1": None, "axis2": None}, shape=_swapaxes_shape,
+    forward=lambda x, axis1, axis2: np.swapaxes(x, axis1, axis2),
+    vjps=(lambda g, ans, x, axis1, axis2: np.swapaxes(g, axis1, axis2),),
+    tf=lambda tf, x, axis1, axis2: tf.experimental.numpy.swapaxes(x, axis1, axis2),
+    tf_name="tf.experimental.numpy.swapaxes", doc="x with axis1 and axis2 swapped",
+    rules=("np.swapaxes(g, axis1, axis2)",),
+    tf_rules=("tf.experimental.numpy.swapaxes(g, axis1, axis2)",),
+    jvps=(lambda t, ans, x, axis1, axis2: np.swapaxes(t, axis1, axis2),),
+    jvp_rules=("np.swapaxes(t, axis1, axis2)",),
+    tf_jvp_rules=("tf.experimental.numpy.swapaxes(t, axis1, axis2)",),
+    attr_choices={"axis1": (0, -1), "axis2": (0, 1, -1)},
 ))
 # fmt: on

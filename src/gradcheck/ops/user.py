@@ -7,13 +7,13 @@ An ops file is plain Python, trusted like a conftest.py, that declares ops::
 
     @gradcheck.op(
         shape=gradcheck.same_shape,
-        vjps=[lambda g, ans, x: g * -np.expm1(-ans)],   # softplus' = sigmoid = 1 - e**-ans
+        vjps=[lambda g, ans, x: g * -np.expm1(-ans)],   # smooth_relu' = sigmoid = 1 - e**-ans
         rules=["g * (1 - np.exp(-y))"],
         jvps=[lambda t, ans, x: t * -np.expm1(-ans)],
         jvp_rules=["t * (1 - np.exp(-y))"],
         tf=lambda tf, x: tf.math.softplus(x),
     )
-    def softplus(x):
+    def smooth_relu(x):
         \"\"\"log(1 + e ** x)\"\"\"
         return np.logaddexp(0.0, x)
 

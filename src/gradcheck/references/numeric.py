@@ -50,6 +50,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..cases.dtypes import widened
 from ..cases.model import Case, Tolerance
 from ..engines.builtin.engine import BuiltinEngine
 from ..engines.driver import EngineRun, Unsupported, build_expression
@@ -127,7 +128,7 @@ class _Program:
         with np.errstate(all="ignore"):
             for node in expression.nodes:
                 if node.is_input:
-                    self.base[node] = np.asarray(inputs[node.name], np.float64)
+                    self.base[node] = widened(inputs[node.name])
                 elif node.is_literal:
                     self.base[node] = np.asarray(node.literal, np.float64)
                 else:

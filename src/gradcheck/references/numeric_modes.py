@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..cases.dtypes import widened
 from ..cases.model import Case, Tolerance
 from ..engines.builtin.engine import BuiltinEngine
 from ..engines.driver import EngineFailure, EngineRun, Unsupported
@@ -57,7 +58,7 @@ def numeric_jvp(case: Case) -> EngineRun:
 def numeric_hvp(case: Case) -> EngineRun:
     """Finite differences of the registry's gradient along the directions (`Case.directions`)."""
     names = case.wrt_inputs
-    inputs = {n: np.asarray(v, np.float64) for n, v in case.inputs.items()}
+    inputs = {n: widened(v) for n, v in case.inputs.items()}
     cotangent = np.asarray(case.cotangent, np.float64)
     directions = {n: np.asarray(v, np.float64) for n, v in case.directions().items()}
 

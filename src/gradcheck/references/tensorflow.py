@@ -140,7 +140,10 @@ class TensorFlowEngine:
                 output_gradients=self.tf.constant(cotangent, dtype=output.dtype),
                 unconnected_gradients=self.tf.UnconnectedGradients.ZERO,
             )
-        return list(grads) if create_graph else [g.numpy() for g in grads]
+            # A gather's gradient comes as IndexedSlices: made dense, as every other is
+            # (under the outer tapes, for second order to see through it).
+            grads = [self.tf.convert_to_tensor(g) for g in grads]
+        return grads if create_graph else [g.numpy() for g in grads]
 
     def jvp(self, fn: Any, primals: list[np.ndarray], tangents: list[np.ndarray]) -> np.ndarray:
         xs = [self.tf.constant(p) for p in primals]

@@ -111,9 +111,12 @@ def _ids(ids: list[str]) -> str:
 
 
 def _card(ops: dict[str, OpRecord]) -> Table:
+    # One space between columns, not two: beside a long op name (take_along_axis,
+    # sparse_softmax_cross_entropy) the found column keeps room for a whole mechanism.
     table = Table(
         box=None,
         pad_edge=False,
+        collapse_padding=True,
         header_style="dim",
         show_edge=False,
     )

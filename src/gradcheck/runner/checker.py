@@ -23,7 +23,7 @@ from ..ops.user import loaded_ops_files
 from ..references.cache import ReferenceNotCached
 from ..results import CaseResult, Hint
 from .options import DEFAULT_OPTIONS, RunOptions
-from .references import CaseReference, import_within, reference_run
+from .references import CaseReference, import_within, reference_kind, reference_run
 from .workers.engines import InProcess, Isolated, Ticket
 from .workers.pool import WorkerLost, worker_init
 
@@ -97,7 +97,7 @@ class Checker:
         self, ticket: Ticket, reference: CaseReference, started: float, prior: Known
     ) -> CaseResult:
         case, options = ticket.case, self.options
-        kind = case.reference or options.reference
+        kind = reference_kind(case, options)
         result = new_result(case, kind)
         try:
             outcome, captured = self.engines.outcome(ticket)

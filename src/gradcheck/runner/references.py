@@ -11,8 +11,9 @@ from dataclasses import replace
 from ..cases.model import Case
 from ..checking.modes import checks
 from ..comparison.trust import disagreements
+from ..engines.builtin.engine import BuiltinEngine
 from ..engines.checks import with_modes
-from ..engines.driver import EngineFailure, EngineRun
+from ..engines.driver import EngineFailure, EngineRun, build_expression
 from ..references import tensorflow as tensorflow_module
 from ..references.cache import ReferenceNotCached
 from ..references.computed import computed_reference
@@ -32,15 +33,43 @@ def reference_run(case: Case, options: RunOptions = DEFAULT_OPTIONS) -> EngineRu
     return with_modes(runs.pop("vjp", None), runs)
 
 
+def reference_kind(case: Case, options: RunOptions) -> str:
+    """The reference that judges the case: its own, or the run's, but the numeric one
+    where an op's declaration says TensorFlow's gradient is wrong (`tensorflow_wrong`)."""
+    kind = case.reference or options.reference
+    return "numeric" if kind != "numeric" and tensorflow_wrong(case) else kind
+
+
 def _reference(case: Case, options: RunOptions, check: str) -> EngineRun:
     kind = case.reference or options.reference
     if kind == "numeric":
         return _cached(case, options, "numeric", check)
+    wrong = tensorflow_wrong(case)
+    if wrong is not None:  # SPEC §3.1: the op's declaration says TensorFlow is wrong here
+        numeric = _cached(case, options, "numeric", check)
+        why = f"judged by the numeric reference, not TensorFlow: {wrong}"
+        return replace(numeric, notes=[*numeric.notes, why])
     reference = _cached(case, options, "tensorflow", check)
     if kind == "both":
         numeric = _cached(case, options, "numeric", check)
         reference = replace(reference, doubts=disagreements(case, reference, numeric, check))
     return reference
+
+
+def tensorflow_wrong(case: Case) -> str | None:
+    """Why TensorFlow's gradient is wrong for this case (`Op.tf_wrong` of an op, on its
+    argument values here), or None."""
+    nodes = [n for n in case.expression.op_nodes if n.op is not None and n.op.tf_wrong]
+    if not nodes:
+        return None
+    engine = BuiltinEngine()
+    built = build_expression(engine, case.expression, case.inputs, set(), case.cotangent.dtype)
+    for node in nodes:
+        args = [engine.value(built[a]) for a in node.args]
+        why = node.op.tf_wrong(*args, **node.attrs)
+        if why is not None:
+            return f"{node.text}: {why}"
+    return None
 
 
 def _cached(case: Case, options: RunOptions, kind: str, check: str) -> EngineRun:

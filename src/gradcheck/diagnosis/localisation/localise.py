@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ...cases.dtypes import LOW_PRECISION
+from ...cases.dtypes import LOW_PRECISION, widened
 from ...cases.model import Case, Tolerance
 from ...comparison.compare import close_mask, compare
 from ...comparison.trust import judged_part
@@ -46,11 +46,12 @@ def single_op(node: Node, *, literals_as_inputs: bool = False) -> tuple[Expressi
             args.append(Node(len(args), arg.text, (), literal=arg.literal))
             continue
         name = f"a{i}"
-        leaf = Node(len(args), name, arg.shape, name=name)
+        leaf = Node(len(args), name, arg.shape, name=name, integer=arg.integer)
         inputs[name] = leaf
         args.append(leaf)
     op_node = Node(len(args), node.text, node.shape, node.op, tuple(args), dict(node.attrs))
-    return Expression(node.text, [*args, op_node], op_node, inputs, {}), list(inputs)
+    names = [name for name, leaf in inputs.items() if not leaf.integer]  # indices: no gradient
+    return Expression(node.text, [*args, op_node], op_node, inputs, {}), names
 
 
 @dataclass(frozen=True)
@@ -132,9 +133,11 @@ class NodeCheck:
         if inputs is not None or self.output is None:
             return self.run(self.reference_factory, cotangent, inputs)
         args = [
-            Tensor(self.inputs[f"a{i}"], requires_grad=True, name=f"a{i}")
-            if f"a{i}" in self.inputs
-            else Tensor(np.asarray(arg.literal, self.output.dtype))
+            Tensor(np.asarray(arg.literal, self.output.dtype))
+            if f"a{i}" not in self.inputs
+            else Tensor(self.inputs[f"a{i}"])  # an integer input: a constant
+            if arg.integer
+            else Tensor(self.inputs[f"a{i}"], requires_grad=True, name=f"a{i}")
             for i, arg in enumerate(self.node.args)
         ]
         out = Tensor(self.output, op, args, dict(self.node.attrs), requires_grad=True)
@@ -149,7 +152,7 @@ class NodeCheck:
         """Low precision: the builtin engine's float64 answer for the same rounded values."""
         if not self.low_precision:
             return None
-        upcast = {n: np.asarray(v, np.float64) for n, v in (inputs or self.inputs).items()}
+        upcast = {n: widened(v) for n, v in (inputs or self.inputs).items()}
         return self.right(np.asarray(cotangent, np.float64), upcast)
 
     def same(self, want: np.ndarray, got: np.ndarray, exact: np.ndarray | None = None) -> bool:

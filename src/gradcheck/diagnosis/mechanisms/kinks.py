@@ -20,6 +20,8 @@ def kink_mask(node: Node, arg: int, inputs: Mapping[str, np.ndarray]) -> np.ndar
         return None
     if op.kink == "zero":
         return x == 0
+    if op.kink == "bound":  # clip at lo or hi
+        return (x == node.attrs["lo"]) | (x == node.attrs["hi"])
     if op.kink == "base":  # pow: the exponent's gradient where the base is not positive
         if arg != 1:
             return None

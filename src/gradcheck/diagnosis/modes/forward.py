@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ...cases.dtypes import widened
 from ...cases.model import Case
 from ...comparison.compare import compare
 from ...engines.builtin.engine import BuiltinEngine
@@ -70,7 +71,7 @@ class JvpCheck(NodeCheck):
     def exact(self, cotangent: Any, inputs: Mapping[str, np.ndarray] | None = None):
         if not self.low_precision:
             return None
-        wide = {n: np.asarray(v, np.float64) for n, v in (inputs or self.inputs).items()}
+        wide = {n: widened(v) for n, v in (inputs or self.inputs).items()}
         return self.right({n: np.asarray(t, np.float64) for n, t in cotangent.items()}, wide)
 
     @property

@@ -124,8 +124,10 @@ class BuiltinEngine:
         assert op is not None
         rule = self.vjp_rule(op, i)
         if isinstance(g, Tensor):  # create_graph: the rule runs on Tensors, recording ops
+            # Integer arguments (indices) as their arrays: constants, never graph nodes.
+            args = [a.value if a.value.dtype.kind in "iu" else a for a in tensor.args]
             try:
-                share = _applied(rule, tensor, i, g, tensor, list(tensor.args))
+                share = _applied(rule, tensor, i, g, tensor, args)
             except TypeError as e:  # a user op's rule calls NumPy beyond the registry's ops
                 raise NotImplementedError(
                     f"{op.name}'s VJP cannot be differentiated again by the builtin engine: {e}"

@@ -127,8 +127,10 @@ def working(value: np.ndarray) -> np.ndarray:
 
 
 def apply(op: Op, args: Sequence[Tensor], attrs: dict[str, Any]) -> Tensor:
-    """`op` applied to Tensors: its value, in the arguments' dtype, and how it was made."""
-    dtype = np.result_type(*(a.value for a in args))
+    """`op` applied to Tensors: its value, in the arguments' dtype, and how it was made.
+    Integer arguments (indices, labels) do not count: `take(x, i)` is in x's dtype."""
+    floats = [a.value for a in args if a.value.dtype.kind not in "iu"]
+    dtype = np.result_type(*(floats or [a.value for a in args]))
     values = [working(a.value) for a in args]
     requires_grad = any(a.requires_grad for a in args)
     if requires_grad and not op.vjps:  # a user op declared without NumPy VJPs
@@ -154,7 +156,9 @@ def _constant(value: Any, dtype: np.dtype) -> Tensor:
     if isinstance(value, Tensor):
         return value
     array = np.asarray(value)
-    return Tensor(array if array.dtype == bool else array.astype(dtype))
+    # Masks and a rule's index arrays keep their dtype; numbers take the Tensors'.
+    kept = array.dtype == bool or (array.dtype.kind in "iu" and array.ndim > 0)
+    return Tensor(array if kept else array.astype(dtype))
 
 
 def _values(value: Any) -> Any:

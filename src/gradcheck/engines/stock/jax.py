@@ -10,14 +10,16 @@ what the case asks. Inputs go in as NumPy arrays of the case's dtype, bfloat16 i
 Conventions at kinks and ties (SPEC §4 and §6.1), probed on JAX 0.10: relu'(0) = 0, as
 TensorFlow; abs'(0) = 1 (TensorFlow: 0); max/min reductions split the gradient among
 ties, as TensorFlow; ``maximum``/``minimum`` split a tie half and half (TensorFlow gives
-it to ``a``); the exponent's gradient of ``pow`` is NaN where the base is negative.
+it to ``a``); the exponent's gradient of ``pow`` is NaN where the base is negative;
+leaky_relu'(0) = 1 (TensorFlow: alpha) and selu'(0) = scale * alpha, the negative
+branch's slope (TensorFlow: scale); elu'(0) = alpha, as TensorFlow.
 
 The main use is a custom op: subclass and add one method, e.g. a ``jax.custom_vjp``
 function for an op declared in an ``--ops`` file::
 
     class Engine(JaxEngine):
-        def softplus(self, x):
-            return my_softplus(x)   # decorated with @jax.custom_vjp
+        def smooth_relu(self, x):
+            return my_smooth_relu(x)   # decorated with @jax.custom_vjp
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
+import jax.scipy.special
 import numpy as np
 
 from .numpy_api import NumpyApiOps, np_axis
@@ -61,9 +64,12 @@ class JaxEngine(NumpyApiOps):
     xp = jnp
     conventions: ClassVar[dict[str, str]] = {
         "abs": "one",
+        "clip": "half",  # jnp.clip is minimum(maximum(x, lo), hi): each tie split
         "maximum": "split",
         "minimum": "split",
         "pow": "nan",
+        "leaky_relu": "one",
+        "selu": "negative",
     }
     higher_order = True
 
@@ -95,6 +101,35 @@ class JaxEngine(NumpyApiOps):
 
     def relu(self, x):
         return jax.nn.relu(x)
+
+    def rsqrt(self, x):
+        return jax.lax.rsqrt(x)
+
+    def erf(self, x):
+        return jax.scipy.special.erf(x)
+
+    def softplus(self, x):
+        return jax.nn.softplus(x)
+
+    def gelu(self, x, approximate=False):
+        return jax.nn.gelu(x, approximate=approximate)
+
+    def leaky_relu(self, x, alpha=0.2):
+        return jax.nn.leaky_relu(x, negative_slope=alpha)
+
+    def elu(self, x, alpha=1.0):
+        return jax.nn.elu(x, alpha=alpha)
+
+    def selu(self, x):
+        return jax.nn.selu(x)
+
+    def silu(self, x):
+        return jax.nn.silu(x)
+
+    def take_along_axis(self, x, indices, axis=-1):
+        # JAX's own: the shared index-grid version raised TracerArrayConversionError
+        # under forward mode's jit, where the indices arrive traced.
+        return jnp.take_along_axis(x, indices, axis=axis)
 
     def logsumexp(self, x, axis=None, keepdims=False):
         return jax.nn.logsumexp(x, axis=np_axis(axis), keepdims=keepdims)

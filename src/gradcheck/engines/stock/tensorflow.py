@@ -14,8 +14,8 @@ class TensorFlowAdapter(TensorFlowEngine):
     (``tf.custom_gradient``) on the tape::
 
         class Engine(TensorFlowAdapter):
-            def softplus(self, x):
-                return self.record(my_softplus, x)
+            def smooth_relu(self, x):
+                return self.record(my_smooth_relu, x)
     """
 
     def __init__(self) -> None:

@@ -12,14 +12,15 @@ Conventions at kinks and ties (SPEC §4 and §6.1), probed on PyTorch 2.13: relu
 and abs'(0) = 0, as TensorFlow; max/min reductions (``amax``/``amin``) split the gradient
 among ties, as TensorFlow; ``maximum``/``minimum`` split a tie half and half
 (TensorFlow gives it to ``a``); the exponent's gradient of ``pow`` is NaN where the base
-is negative (TensorFlow: 0).
+is negative (TensorFlow: 0); selu'(0) is the negative branch's slope, scale * alpha
+(TensorFlow: scale); leaky_relu'(0) = alpha and elu'(0) = alpha, as TensorFlow.
 
 The main use is a custom op: subclass and add one method, e.g. a
 ``torch.autograd.Function`` for an op declared in an ``--ops`` file::
 
     class Engine(TorchEngine):
-        def softplus(self, x):
-            return MySoftplus.apply(x)
+        def smooth_relu(self, x):
+            return MySmoothRelu.apply(x)
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 
 def _dims(x: torch.Tensor, axis: Any) -> Any:
@@ -67,9 +69,27 @@ def _getitem(x: torch.Tensor, index: tuple) -> torch.Tensor:
     return torch.flip(out, flips) if flips else out
 
 
+def _running(
+    running: Any, identity: float, x: torch.Tensor, axis: int, exclusive: bool, reverse: bool
+) -> torch.Tensor:
+    """TensorFlow's exclusive and reverse cumsum/cumprod from PyTorch's plain ones."""
+    if reverse:
+        x = torch.flip(x, [axis])
+    y = running(x, dim=axis)
+    if exclusive:
+        first = torch.full_like(x.narrow(axis, 0, 1), identity)
+        y = torch.cat([first, y.narrow(axis, 0, x.shape[axis] - 1)], dim=axis)
+    return torch.flip(y, [axis]) if reverse else y  # fmt: skip
+
+
 class TorchEngine:
     name = "torch"
-    conventions: ClassVar[dict[str, str]] = {"maximum": "split", "minimum": "split", "pow": "nan"}
+    conventions: ClassVar[dict[str, str]] = {
+        "maximum": "split",
+        "minimum": "split",
+        "pow": "nan",
+        "selu": "negative",
+    }
     higher_order = True
     functional_jvp = True
 
@@ -171,9 +191,69 @@ class TorchEngine:
     def relu(self, x):
         return torch.relu(x)
 
+    def log1p(self, x):
+        return torch.log1p(x)
+
+    def expm1(self, x):
+        return torch.expm1(x)
+
+    def reciprocal(self, x):
+        return torch.reciprocal(x)
+
+    def rsqrt(self, x):
+        return torch.rsqrt(x)
+
+    def tan(self, x):
+        return torch.tan(x)
+
+    def erf(self, x):
+        return torch.erf(x)
+
+    def softplus(self, x):
+        return F.softplus(x)
+
+    def gelu(self, x, approximate=False):
+        return F.gelu(x, approximate="tanh" if approximate else "none")
+
+    def leaky_relu(self, x, alpha=0.2):
+        return F.leaky_relu(x, negative_slope=alpha)
+
+    def elu(self, x, alpha=1.0):
+        return F.elu(x, alpha=alpha)
+
+    def selu(self, x):
+        return F.selu(x)
+
+    def silu(self, x):
+        return F.silu(x)
+
+    def sign(self, x):
+        return torch.sign(x)
+
+    def floor(self, x):
+        return torch.floor(x)
+
+    def ceil(self, x):
+        return torch.ceil(x)
+
+    def round(self, x):
+        return torch.round(x)
+
     # -- linear algebra, reductions, nn --------------------------------------------------
     def matmul(self, a, b):
         return torch.matmul(a, b)
+
+    def dot(self, a, b):
+        return torch.dot(a, b)
+
+    def outer(self, a, b):
+        return torch.outer(a, b)
+
+    def trace(self, x):
+        return torch.diagonal(x, dim1=-2, dim2=-1).sum(-1)
+
+    def diag_part(self, x):
+        return torch.diagonal(x, dim1=-2, dim2=-1)
 
     def sum(self, x, axis=None, keepdims=False):
         return _reduce(torch.sum, x, axis, keepdims)
@@ -189,6 +269,33 @@ class TorchEngine:
 
     def logsumexp(self, x, axis=None, keepdims=False):
         return _reduce(torch.logsumexp, x, axis, keepdims)
+
+    def prod(self, x, axis=None, keepdims=False):
+        # torch.prod takes one dim: the axes one at a time, the highest first.
+        dims = _dims(x, axis)
+        dims = sorted({d % max(x.ndim, 1) for d in ([dims] if isinstance(dims, int) else dims)})
+        for d in reversed(dims):
+            x = torch.prod(x, dim=d, keepdim=True) if x.ndim else x
+        return x if keepdims or not dims or not x.ndim else x.squeeze(tuple(dims))
+
+    def var(self, x, axis=None, keepdims=False):
+        return _reduce(lambda x, dim, keepdim: torch.var(x, dim, correction=0, keepdim=keepdim),
+                       x, axis, keepdims)  # fmt: skip
+
+    def std(self, x, axis=None, keepdims=False):
+        return _reduce(lambda x, dim, keepdim: torch.std(x, dim, correction=0, keepdim=keepdim),
+                       x, axis, keepdims)  # fmt: skip
+
+    def norm(self, x, ord=2, axis=None, keepdims=False):
+        order = {"inf": float("inf"), "fro": 2}.get(ord, ord)  # 'fro': the 2-norm of two axes
+        dims = None if axis is None else tuple(axis) if isinstance(axis, list) else axis
+        return torch.linalg.vector_norm(x, ord=order, dim=dims, keepdim=keepdims)
+
+    def cumsum(self, x, axis=0, exclusive=False, reverse=False):
+        return _running(torch.cumsum, 0.0, x, axis, exclusive, reverse)
+
+    def cumprod(self, x, axis=0, exclusive=False, reverse=False):
+        return _running(torch.cumprod, 1.0, x, axis, exclusive, reverse)
 
     def softmax(self, x, axis=-1):
         return torch.softmax(x, dim=axis)
@@ -226,6 +333,56 @@ class TorchEngine:
 
     def getitem(self, x, index):
         return _getitem(x, index)
+
+    def flip(self, x, axis=None):
+        return torch.flip(x, [axis] if isinstance(axis, int) else list(axis))
+
+    def swapaxes(self, x, axis1=None, axis2=None):
+        return torch.swapaxes(x, axis1, axis2)
+
+    # -- comparisons (0/1 in the operands' dtype, no gradient), where, clip ----------------
+    def greater(self, a, b):
+        return torch.gt(a, b).to(a.dtype)
+
+    def greater_equal(self, a, b):
+        return torch.ge(a, b).to(a.dtype)
+
+    def less(self, a, b):
+        return torch.lt(a, b).to(a.dtype)
+
+    def less_equal(self, a, b):
+        return torch.le(a, b).to(a.dtype)
+
+    def equal(self, a, b):
+        return torch.eq(a, b).to(a.dtype)
+
+    def not_equal(self, a, b):
+        return torch.ne(a, b).to(a.dtype)
+
+    def where(self, cond, a, b):
+        return torch.where(cond != 0, a, b)
+
+    def clip(self, x, lo, hi):
+        return torch.clamp(x, lo, hi)
+
+    # -- gathers: integer indices, int32 or int64 (PyTorch indexes with int64) -----------
+    def take(self, x, indices, axis=0):
+        at = axis % x.ndim
+        picked = torch.index_select(x, at, indices.reshape(-1).long())
+        return picked.reshape((*x.shape[:at], *indices.shape, *x.shape[at + 1 :]))
+
+    def take_along_axis(self, x, indices, axis=-1):
+        return torch.take_along_dim(x, indices.long(), dim=axis)
+
+    def embedding(self, table, ids):
+        if table.ndim != 2:  # F.embedding takes a matrix of rows only
+            return self.take(table, ids, axis=0)
+        return torch.nn.functional.embedding(ids.long(), table)
+
+    def sparse_softmax_cross_entropy(self, logits, labels):
+        # F.cross_entropy has the classes on dim 1 (or alone, unbatched): ours are last.
+        classes_first = logits if logits.ndim == 1 else torch.movedim(logits, -1, 1)
+        return torch.nn.functional.cross_entropy(classes_first, labels.long(), reduction="none")
 
 
 def _to_numpy(tensor: torch.Tensor) -> np.ndarray:

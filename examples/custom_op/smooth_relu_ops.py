@@ -1,6 +1,8 @@
-"""A user-defined op: softplus, declared once for every part of gradcheck (SPEC §9).
+"""A user-defined op: smooth_relu, declared once for every part of gradcheck (SPEC §9).
+It is softplus under the name a custom-op author gives their own (gradcheck's registry
+has a softplus of its own, which a user op may not shadow).
 
-    gradcheck run examples/custom_op/cases.yaml --ops examples/custom_op/softplus_ops.py \
+    gradcheck run examples/custom_op/cases.yaml --ops examples/custom_op/smooth_relu_ops.py \
         --engine examples/custom_op/torch_engine.py
 
 The NumPy forward and VJP serve the builtin engine and the numeric reference. The
@@ -17,7 +19,7 @@ import gradcheck
 
 @gradcheck.op(
     shape=gradcheck.same_shape,
-    vjps=[lambda g, ans, x: g * -np.expm1(-ans)],  # softplus' = sigmoid = 1 - e ** -softplus
+    vjps=[lambda g, ans, x: g * -np.expm1(-ans)],  # smooth_relu' = sigmoid = 1 - e ** -y
     jvps=[lambda t, ans, x: t * -np.expm1(-ans)],  # forward mode: the same derivative
     rules=["g * (1 - np.exp(-y))"],  # the rules as the diagnosis's fixes state them
     tf_rules=["g * tf.sigmoid(x)"],
@@ -25,6 +27,6 @@ import gradcheck
     tf_jvp_rules=["t * tf.sigmoid(x)"],
     tf=lambda tf, x: tf.math.log(1.0 + tf.exp(x)),
 )
-def softplus(x):
+def smooth_relu(x):
     """log(1 + e ** x), computed stably"""
     return np.logaddexp(0.0, x)
