@@ -209,8 +209,9 @@ def run(
     Options not given come from [tool.gradcheck] in the nearest pyproject.toml, or from
     gradcheck.toml (see the README), else from the defaults shown."""
     from ..cases import collect
+    from ..cases.model import Case
     from ..checking.modes import run_defaults
-    from ..runner import needs_tensorflow, prefetch_tensorflow
+    from ..runner import prefetch_tensorflow
     from ..util.interrupts import Interrupted, handled
 
     given = dict(
@@ -237,8 +238,6 @@ def run(
             modes=chosen_modes,
             order=order,
         )
-        if needs_tensorflow(options):
-            prefetch_tensorflow()  # at once: it imports while the files load
         try:
             load_ops(list(settings.ops))
             one_case = ctx.obj  # `check`'s one case, instead of case files
@@ -251,6 +250,9 @@ def run(
                 atol=settings.atol,
             )
             print_problems(collected.items)  # case-file problems on stderr, before anything runs
+            # Once the cases are known (loading them is quick): only if one needs it, and
+            # before the engine's import in this process, which it overlaps.
+            prefetch_tensorflow(options, [i for i in collected.items if isinstance(i, Case)])
             # What an engine's module prints on import is not the report's: stdout may
             # carry JSON. (Its cases' output is captured with each case.)
             with contextlib.redirect_stdout(sys.stderr):

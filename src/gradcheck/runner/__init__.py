@@ -2,8 +2,9 @@
 verdict (here, always) and the diagnosis (where the engine runs).
 
 `run` checks a list of cases and overlaps the work: TensorFlow's import starts at once
-(`prefetch_tensorflow`), on a thread of its own, while the files load and the engine's
-worker imports the engine; then each case's reference (`reference_run`: TensorFlow's,
+(`prefetch_tensorflow`: only when a case will need it, so that a run whose cases are
+all invalid, cached or numeric never waits for it), on a thread of its own, while the
+engine's worker imports the engine; then each case's reference (`reference_run`: TensorFlow's,
 the numeric one, or both) is computed here while its engine runs in its worker process
 (``isolate="process"``). In this process (``"none"``) the engine runs after the
 reference, on this thread: running both at once on threads was slower (TensorFlow's and
@@ -39,7 +40,6 @@ from ..util import interrupts
 from .checker import Checker, check_case
 from .options import DEFAULT_OPTIONS, Isolation, RunOptions, default_isolation
 from .references import (
-    needs_tensorflow,
     overlap,
     prefetch_tensorflow,
     reference_run,
@@ -54,7 +54,6 @@ __all__ = [
     "check_case",
     "computed_reference",
     "default_isolation",
-    "needs_tensorflow",
     "prefetch_tensorflow",
     "reference_run",
     "run",
@@ -72,8 +71,8 @@ def run(
 
     `items` are cases, or what `cases.collect` found (then the report says what -k
     deselected, and why nothing ran when nothing was found). `engine` is an ``--engine``
-    spec or an engine factory. TensorFlow's import starts at once (when a reference may
-    need it), as do the workers' imports of the engine. A SIGINT or SIGTERM caught by
+    spec or an engine factory. TensorFlow's import starts at once (when a case's reference
+    will need it), as do the workers' imports of the engine. A SIGINT or SIGTERM caught by
     `interrupts.handled` ends the run early with the rest of the cases `not run`; so
     does a failure under `fail_fast`.
     """
@@ -82,8 +81,7 @@ def run(
     items = collected.items if collected is not None else items
     results: list[CaseResult] = []
     cases = [item for item in items if isinstance(item, Case)]
-    if cases and needs_tensorflow(options):
-        prefetch_tensorflow()
+    prefetch_tensorflow(options, cases)
     interrupted, stopped = None, False
     checker = Checker(engine, options) if cases else None
     try:
