@@ -203,6 +203,15 @@ def run(
             metavar="DIR",
         ),
     ] = None,
+    watch: Annotated[
+        bool,
+        typer.Option(
+            "--watch",
+            help="Check, then check again on every save: a case file's cases when it is "
+            "saved, every case (the engine restarted) when the engine's files or an --ops "
+            "file are; TensorFlow and the engine stay warm. q or Ctrl-C quits.",
+        ),
+    ] = False,
 ) -> None:
     """Check every case against TensorFlow (or finite differences).
 
@@ -242,13 +251,16 @@ def run(
             load_ops(list(settings.ops))
             one_case = ctx.obj  # `check`'s one case, instead of case files
             gather = one_case.collect if one_case is not None else collect
-            collected = gather(
-                paths if one_case is not None else list(settings.paths),
-                keyword=keyword,
-                max_elements=settings.max_elements,
-                rtol=settings.rtol,
-                atol=settings.atol,
-            )
+
+            def cases_in(files: list[Path] | None):
+                chosen = paths if one_case is not None else files or list(settings.paths)
+                return gather(chosen, keyword=keyword, max_elements=settings.max_elements,
+                              rtol=settings.rtol, atol=settings.atol)  # fmt: skip
+
+            if watch:
+                watched = [] if one_case is not None else list(settings.paths)
+                raise typer.Exit(_watch(cases_in, watched, settings, options, format, output))
+            collected = cases_in(None)
             print_problems(collected.items)  # case-file problems on stderr, before anything runs
             # Once the cases are known (loading them is quick): only if one needs it, and
             # before the engine's import in this process, which it overlaps.
@@ -268,6 +280,27 @@ def run(
             repro=(repro, engine) if repro is not None else None,
         )  # fmt: skip
         report.run(collected, engine_arg, options)
+
+
+def _watch(cases_in, watched: list[Path], settings, options, format, output) -> int:
+    """`--watch`: its rounds, on this terminal; the exit code."""
+    from ..engines.naming import is_file_spec
+    from .watch import Watch, watch
+
+    if output is not None or format not in (None, Format.rich):
+        raise GradcheckError("--watch prints its rounds here: drop --output and --format")
+    target = settings.engine.partition(":")[0]
+    engine_file = Path(target) if is_file_spec(target) else None
+    if engine_file is not None and options.isolate != "process":
+        raise GradcheckError(
+            "--watch runs a file's engine in a worker, restarted when the file is saved: "
+            "drop --isolate none"
+        )
+    session = Watch(
+        cases_in, settings.engine, options, cases=watched, engine_file=engine_file,
+        ops=list(settings.ops), echo=lambda line: typer.echo(line),
+    )  # fmt: skip
+    return watch(session)
 
 
 def _signal_exit(signal_name: str) -> int:

@@ -66,6 +66,7 @@ def run(
     engine: str | EngineFactory,
     options: RunOptions = DEFAULT_OPTIONS,
     on_result: Callable[[CaseResult], None] | None = None,
+    checker: Checker | None = None,
 ) -> RunResult:
     """Check every case in order; invalid ones are reported as they are, never run.
 
@@ -74,7 +75,8 @@ def run(
     spec or an engine factory. TensorFlow's import starts at once (when a case's reference
     will need it), as do the workers' imports of the engine. A SIGINT or SIGTERM caught by
     `interrupts.handled` ends the run early with the rest of the cases `not run`; so
-    does a failure under `fail_fast`.
+    does a failure under `fail_fast`. A `checker` given (`--watch`'s, kept warm between
+    runs) is used instead of a new one for `engine`, and left open.
     """
     started = time.perf_counter()
     collected = items if isinstance(items, Collected) else None
@@ -83,7 +85,9 @@ def run(
     cases = [item for item in items if isinstance(item, Case)]
     prefetch_tensorflow(options, cases)
     interrupted, stopped = None, False
-    checker = Checker(engine, options) if cases else None
+    owned = checker is None
+    if owned:
+        checker = Checker(engine, options) if cases else None
     try:
         if checker is not None:
             checker.engines.warm()
@@ -107,7 +111,7 @@ def run(
         why = f"the run was interrupted by {stop.signal}"
         results += [_not_run(item, why) for item in items[len(results) :]]
     finally:
-        if checker is not None:
+        if owned and checker is not None:
             checker.close()
         wait_for_import()
     ended = time.perf_counter()
