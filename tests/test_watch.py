@@ -59,9 +59,9 @@ WAITING = "waiting for a save"
 class Watching:
     """`gradcheck run --watch` in a subprocess; `round()` reads one round's lines."""
 
-    def __init__(self, folder: Path, *args: str) -> None:
+    def __init__(self, folder: Path, *args: str, command: str = "run") -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "gradcheck", "run", "--watch", *args],
+            [sys.executable, "-m", "gradcheck", command, *args, "--watch"],
             cwd=folder,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -176,5 +176,35 @@ def test_a_deleted_case_file_and_ctrl_c(folder: Path) -> None:
         assert any("other.yaml deleted" in line for line in gone), gone
         assert "exit code 0" in gone[-1]  # the invalid case went with its file
         assert watching.quit("ctrl-c") == 0
+    finally:
+        watching.kill()
+
+
+OPS = """\
+import gradcheck
+
+
+@gradcheck.op(shape=gradcheck.same_shape, vjps=[lambda g, ans, x: g * {factor} * x ** 2])
+def cube(x):
+    return x ** 3
+"""
+
+
+def test_check_watch_reloads_a_saved_ops_file(tmp_path: Path) -> None:
+    (tmp_path / "ops.py").write_text(OPS.format(factor=3))
+    args = ["sum(cube(x))", "-i", "x=3", "--dtype", "float64", "--ops", "ops.py"]
+    watching = Watching(tmp_path, *args, "--reference", "numeric", command="check")
+    try:
+        assert any(line.startswith("1 passed") for line in watching.round())
+        save(tmp_path / "ops.py", OPS.format(factor=2))  # a wrong rule
+        wrong = watching.round()
+        assert any("ops.py changed" in line for line in wrong), wrong
+        assert any(line.startswith("FAILED <command line>::check") for line in wrong), wrong
+        save(tmp_path / "ops.py", "def (:\n")  # a syntax error: said, and the watch goes on
+        broken = watching.round()
+        assert any(line.startswith("error: ") and "ops.py" in line for line in broken), broken
+        save(tmp_path / "ops.py", OPS.format(factor=3))
+        assert any(line.startswith("1 passed") for line in watching.round())
+        assert watching.quit("q") == 0
     finally:
         watching.kill()
