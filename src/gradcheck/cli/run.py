@@ -2,6 +2,7 @@
 checked and reported (`reports`)."""
 
 import contextlib
+import dataclasses
 import enum
 import os
 import sys
@@ -203,6 +204,16 @@ def run(
             metavar="DIR",
         ),
     ] = None,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard",
+            help="Run only shard K of N (1 <= K <= N): the cases split over N jobs, "
+            "disjoint and complete, balanced by the durations the reference cache keeps; "
+            "`gradcheck merge` makes their JSON reports one.",
+            metavar="K/N",
+        ),
+    ] = None,
     watch: Annotated[
         bool,
         typer.Option(
@@ -221,6 +232,8 @@ def run(
     from ..cases.model import Case
     from ..checking.modes import run_defaults
     from ..runner import prefetch_tensorflow
+    from ..runner.shards import parse_shard, read_durations
+    from ..runner.shards import shard as shard_of
     from ..util.interrupts import Interrupted, handled
 
     given = dict(
@@ -234,6 +247,7 @@ def run(
         off = "drop --no-cache" if off.startswith("--") else f"{off} turns it off (cache = false)"
         raise GradcheckError(f"--require-cache needs the cache; {off}")
     engine = settings.engine
+    part = parse_shard(shard) if shard is not None else None
     chosen_modes, order = run_defaults(modes, order)
     with handled():
         options = settings.run_options(
@@ -261,6 +275,10 @@ def run(
                 watched = [] if one_case is not None else list(settings.paths)
                 raise typer.Exit(_watch(cases_in, watched, settings, options, format, output))
             collected = cases_in(None)
+            if part is not None:
+                timed = read_durations(options.cache.directory) if options.cache else {}
+                collected.items = shard_of(collected.items, *part, timed)
+                options = dataclasses.replace(options, record_durations=False)
             print_problems(collected.items)  # case-file problems on stderr, before anything runs
             # Once the cases are known (loading them is quick): only if one needs it, and
             # before the engine's import in this process, which it overlaps.

@@ -25,6 +25,9 @@ class RunOptions:
     diagnose: bool | Literal["first", "all"] = True
     cache: ReferenceCache | None = None  # references kept between runs
     require_cache: bool = False  # a reference missing from `cache` is an error, not computed
+    # Keep the cases' durations beside `cache`, which `--shard` balances by; never in a
+    # shard, so that every shard of a split reads the same ones.
+    record_durations: bool = True
     stale_check_limit: int | None = STALE_CHECK_LIMIT  # input elements; None: every case
     reference: str = "tensorflow"  # tensorflow | numeric | both, where a case sets none
     isolate: Isolation = "none"  # where the engine runs: worker processes, or this one
