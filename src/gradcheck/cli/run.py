@@ -178,6 +178,16 @@ def run(
             show_default=str(DEFAULTS.timeout),
         ),
     ] = None,
+    threads: Annotated[
+        str | None,
+        typer.Option(
+            help="The threads of the engine's worker and TensorFlow while both run: auto "
+            "(the cores split between them), REF:ENGINE (e.g. 1:3) or off (neither "
+            "limited). An engine running alone is never limited; --verbose reports it.",
+            metavar="auto|off|REF:ENGINE",
+            show_default=DEFAULTS.threads,
+        ),
+    ] = None,
     modes: Annotated[
         str,
         typer.Option(
@@ -240,6 +250,7 @@ def run(
         paths=paths, engine=engine, ops=ops_files, rtol=rtol, atol=atol, cache=cache,
         cache_dir=cache_dir, reference=reference.value if reference else None,
         stale_check_limit=stale_check_limit, timeout=timeout, max_elements=max_elements,
+        threads=threads,
     )  # fmt: skip
     settings = run_settings(given)
     if require_cache and not settings.cache:

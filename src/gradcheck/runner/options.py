@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from ..util.limits import STALE_CHECK_LIMIT, TIMEOUT
+from ..util.limits import STALE_CHECK_LIMIT, THREADS, TIMEOUT
 from .workers.pool import SUPPORTED as workers_supported
 
 if TYPE_CHECKING:
@@ -37,6 +37,9 @@ class RunOptions:
     # Where the engine was set ("--engine", "pyproject.toml", "default"; `config.Settings`),
     # for the report and for the engine's errors; None: not said.
     engine_origin: str | None = None
+    # The threads of the engine's worker and TensorFlow while both run (`runner.threads`):
+    # "auto", "off" or "REF:ENGINE".
+    threads: str = THREADS
 
 
 DEFAULT_OPTIONS = RunOptions()
