@@ -7,6 +7,11 @@
    same PyTorch ops. Target (issue 24): within 1.5x. The breakdown times gradcheck's
    parts alone: the engine's run (the stock adapter's driver, asked twice), the
    TensorFlow reference, and the rest (verdict, result, diagnosis of a passing case).
+   Warm means past the reference's tracing too: a case structure checked `TRACE_AFTER`
+   times has its TensorFlow reference traced (`references.traced`), and each
+   expression here is checked that often (gradcheck and the tf column together)
+   before the timing starts; the tf_eager column is the same reference computed eagerly,
+   op by op, in the same turns.
 2. **JAX**: the stock JAX adapter vs ``jax.test_util.check_grads(order=1,
    modes=["rev"])``, both warm (each function run once before timing): gradcheck reuses
    the compiled pullback across checks of one expression (`engines.functional`).
@@ -37,9 +42,11 @@ import numpy as np
 
 from gradcheck.cases.loader import load_case
 from gradcheck.cases.model import Case
+from gradcheck.engines.checks import run_check
 from gradcheck.engines.reverse import run_engine
 from gradcheck.references.computed import computed_reference
-from gradcheck.references.tensorflow import load_tensorflow
+from gradcheck.references.tensorflow import TensorFlowEngine, load_tensorflow
+from gradcheck.references.traced import TRACE_AFTER
 from gradcheck.runner import Checker, RunOptions
 
 TORCH_TARGET, JAX_TARGET = 1.5, 2.0
@@ -121,7 +128,12 @@ def torch_sides(name: str, checker: Checker) -> dict[str, Callable[[], object]]:
         computed_reference(case, "tensorflow")
         case.release()
 
-    return {"torch": theirs, "gradcheck": ours, "engine": engine_only, "tf": reference_only}
+    def eager_reference():  # what `reference_only` costs when it is not traced
+        run_check(TensorFlowEngine(), case, "vjp")
+        case.release()
+
+    return {"torch": theirs, "gradcheck": ours, "engine": engine_only, "tf": reference_only,
+            "tf_eager": eager_reference}  # fmt: skip
 
 
 def jax_sides(name: str, checker: Checker) -> dict[str, Callable[[], object]]:
@@ -191,8 +203,8 @@ def main() -> int:
     load_tensorflow()
     with Checker(TorchEngine, OPTIONS) as checker:
         sides = {name: torch_sides(name, checker) for name in EXPRESSIONS}
-        for fns in sides.values():  # warm: every side once
-            interleaved(fns, 2)
+        for fns in sides.values():  # warm: past the TensorFlow reference's tracing
+            interleaved(fns, TRACE_AFTER // 2 + 1)
         if args.profile:
             profile(checker, "mlp")
         rows = {name: interleaved(fns, args.repeats) for name, fns in sides.items()}
