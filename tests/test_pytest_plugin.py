@@ -262,6 +262,9 @@ def test_strict_fails_unsupported_and_cache_dir_keeps_references(
     strict.assert_outcomes(passed=1, failed=1)
     strict.stdout.fnmatch_lines(["unsupported: *"])
     assert len(list((project.path / "refs").rglob("*.ref"))) == 2  # one per case
+    # And each case's duration, for a later --gradcheck-shard to balance by.
+    durations = json.loads((project.path / "refs" / "durations.json").read_text())
+    assert sorted(durations) == ["cases/mini.yaml::elementwise", "cases/mini.yaml::unbatched"]
 
 
 NEVER_ZEROED = """\
@@ -313,9 +316,11 @@ def test_xdist(project: pytest.Pytester) -> None:
 
     # Each xdist worker computes the same split: shard 1 of 2 runs its two cases once,
     # and not the skipped one (the workers deselect it, which xdist's summary leaves out).
+    # No cache: no durations from the run above, so the split is round robin.
     shard = project.runpytest_subprocess(
-        "--gradcheck", "cases", *ENGINE, "-n", "2", "--gradcheck-shard", "1/2"
-    )
+        "--gradcheck", "cases", *ENGINE, "-n", "2", "--gradcheck-shard", "1/2",
+        "--gradcheck-no-cache",
+    )  # fmt: skip
     shard.assert_outcomes(passed=1, failed=1, skipped=0)
 
 

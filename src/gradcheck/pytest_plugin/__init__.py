@@ -85,6 +85,31 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE] = state = configured(config)
     if state.shard is not None:
         config.pluginmanager.register(Sharding(state), "gradcheck-shard")
+    elif state.roots and not hasattr(config, "workerinput"):  # xdist's controller, or no xdist
+        config.pluginmanager.register(Durations(state), "gradcheck-durations")
+
+
+class Durations:
+    """Each case's duration kept beside the reference cache, as `gradcheck run` keeps
+    them, so that a later `--gradcheck-shard` (or `run --shard`) balances by them. Not
+    by a shard, so that every shard of one CI run reads the same."""
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+        self.timed: dict[str, float] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" and _is_case(report.nodeid):
+            self.timed[report.nodeid] = report.duration
+
+    def pytest_sessionfinish(self) -> None:
+        if not self.timed:  # nothing ran (--collect-only): nothing to import either
+            return
+        from ..runner.shards import record_durations
+
+        cache = self.state.options.cache
+        if cache is not None and cache.writable:
+            record_durations(cache.directory, self.timed)
 
 
 class Sharding:
@@ -103,11 +128,10 @@ class Sharding:
 
         k, n = self.state.shard
         cases = [item.case for item in items if isinstance(item, CaseItem)]
-        cache = self.state.options.cache
-        kept = {
-            id(case)
-            for case in shard(cases, k, n, read_durations(cache.directory) if cache else {})
-        }
+        # From the settings, not the run's options: collection imports nothing heavy.
+        settings = self.state.settings
+        timed = read_durations(settings.cache_dir) if settings.cache else {}
+        kept = {id(case) for case in shard(cases, k, n, timed)}
 
         def leaves(item: pytest.Item) -> bool:
             if isinstance(item, CaseItem):

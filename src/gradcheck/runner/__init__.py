@@ -46,7 +46,7 @@ from .references import (
     starting_tensorflow,
     wait_for_import,
 )
-from .shards import record_durations
+from .shards import durations_of, record_durations
 
 __all__ = [
     "Checker",
@@ -117,7 +117,7 @@ def run(
         wait_for_import()
     ended = time.perf_counter()
     if options.record_durations and options.cache is not None and options.cache.writable:
-        record_durations(options.cache.directory, results)
+        record_durations(options.cache.directory, durations_of(results))
     startup = _startup(started, ended)
     ran = RunResult(
         engine=checker.engine_name if checker else _name(engine),

@@ -15,7 +15,7 @@ import contextlib
 import json
 import re
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..cases.model import Case, InvalidCase
@@ -71,11 +71,17 @@ def read_durations(folder: Path) -> dict[str, float]:
     return {str(k): float(v) for k, v in data.items() if isinstance(v, (int, float)) and v >= 0}
 
 
-def record_durations(folder: Path, results: Sequence[CaseResult]) -> None:
-    """Keep the durations of the cases that ran; a cache that cannot be written keeps none
-    (the reference cache has said so already)."""
-    ran = {c.id: round(c.duration_s, 4) for c in results if c.status not in ("invalid", "not run")}
+def durations_of(results: Sequence[CaseResult]) -> dict[str, float]:
+    """How long each case that ran took, by case id."""
+    return {c.id: c.duration_s for c in results if c.status not in ("invalid", "not run")}
+
+
+def record_durations(folder: Path, ran: Mapping[str, float]) -> None:
+    """Keep the durations of the cases that ran (`gradcheck run`'s, the pytest plugin's),
+    by case id; a cache that cannot be written keeps none (the reference cache has said
+    so already)."""
     if not ran or not folder.is_dir():
         return
+    kept = {**read_durations(folder), **{k: round(v, 4) for k, v in ran.items()}}
     with contextlib.suppress(OSError):
-        write_atomic(folder / DURATIONS, json.dumps({**read_durations(folder), **ran}, indent=0))
+        write_atomic(folder / DURATIONS, json.dumps(kept, indent=0))
