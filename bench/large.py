@@ -103,13 +103,22 @@ def write_case(folder: Path, name: str) -> Path:
 # -- the two sides ---------------------------------------------------------------------
 
 
+THREADS = "auto"  # the run's thread budget (`gradcheck run --threads`); --threads sets it
+
+
 def warm_up():
-    """Import TensorFlow and gradcheck's pipeline, and run one tiny case through both."""
+    """Import TensorFlow (with the intra-op threads `gradcheck run` gives it when the
+    engine runs in a worker, THREADS) and gradcheck's pipeline, and run one tiny case
+    through both."""
     from gradcheck.cases.loader import load_case
     from gradcheck.engines.builtin.engine import BuiltinEngine
-    from gradcheck.references.tensorflow import load_tensorflow
+    from gradcheck.references.tensorflow import limit_threads, load_tensorflow
     from gradcheck.runner import check_case
+    from gradcheck.runner.threads import thread_budget
 
+    budget = thread_budget(THREADS)
+    if budget is not None:
+        limit_threads(budget.reference)
     tf = load_tensorflow()
     case = load_case({"name": "warm", "expr": "sum(tanh(x @ y) + y)", "inputs": WARM_INPUTS})
     check_case(case, BuiltinEngine)
@@ -134,7 +143,7 @@ def isolated_checker():
     from gradcheck.cases.loader import load_case
     from gradcheck.runner import Checker, RunOptions
 
-    checker = Checker("builtin", RunOptions(isolate="process"))
+    checker = Checker("builtin", RunOptions(isolate="process", threads=THREADS))
     checker.check(
         load_case({"name": "warm", "expr": "sum(tanh(x @ y) + y)", "inputs": WARM_INPUTS})
     )
@@ -238,7 +247,7 @@ def measure(side: str, path: Path) -> None:
 
 def memory(side: str, path: Path) -> dict:
     out = subprocess.run(
-        [sys.executable, __file__, "--measure", side, str(path)],
+        [sys.executable, __file__, "--measure", side, str(path), "--threads", THREADS],
         capture_output=True,
         text=True,
         check=True,
@@ -250,10 +259,15 @@ def memory(side: str, path: Path) -> dict:
 
 
 def main() -> None:
+    global THREADS
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--profile", action="store_true", help="cProfile a gradcheck run")
     parser.add_argument("--measure", nargs=2, metavar=("SIDE", "PATH"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--threads", default=THREADS, help="the thread budget, as gradcheck run --threads"
+    )
     args = parser.parse_args()
+    THREADS = args.threads
     if args.measure:
         measure(args.measure[0], Path(args.measure[1]))
         return
@@ -262,6 +276,8 @@ def main() -> None:
 
     tf = warm_up()
     checker = isolated_checker()
+    here = tf.config.threading.get_intra_op_parallelism_threads() or "its default"
+    print(f"--threads {THREADS}: {checker.threads}; TensorFlow's intra-op threads: {here}")
     sides = ("bare", "gradcheck", "isolated")
     with tempfile.TemporaryDirectory() as tmp:
         paths = {name: write_case(Path(tmp), name) for name in CASES}

@@ -34,6 +34,7 @@ from gradcheck.references.entries import (
 )
 from gradcheck.references.tensorflow import installed_version
 from gradcheck.runner import RunOptions, reference_run, run
+from gradcheck.runner.shards import DURATIONS
 from without_tensorflow import NO_TENSORFLOW, WRAPPER
 
 CASES = """
@@ -91,7 +92,10 @@ def assert_same_reference(a, b) -> None:
 
 
 def entries(directory: Path) -> list[Path]:
-    return sorted(p for p in directory.rglob("*") if p.is_file())
+    """Every file in the cache folder but the case durations a run keeps beside the
+    entries for `--shard` (tests/test_shards.py tests those)."""
+    durations = directory / DURATIONS
+    return sorted(p for p in directory.rglob("*") if p.is_file() and p != durations)
 
 
 def statuses(result) -> list[tuple[str, str]]:

@@ -277,6 +277,45 @@ def test_light_commands_never_import_tensorflow():
     assert done.stdout.strip() == "ok"
 
 
+def test_a_run_that_needs_no_tensorflow_never_starts_its_import(tmp_path: Path):
+    """Issue 24: cases all invalid, deselected, numeric or cached never wait for TensorFlow's
+    import (it took 11 s and more before a one-line verdict)."""
+    invalid = tmp_path / "invalid.yaml"
+    invalid.write_text(
+        "cases:\n  - name: bad\n    expr: nosuchop(x)\n    inputs: {x: {shape: [3]}}\n"
+    )
+    numeric = tmp_path / "numeric.yaml"
+    numeric.write_text(
+        "cases:\n  - name: num\n    expr: sin(x)\n    reference: numeric\n"
+        "    dtype: float64\n    inputs: {x: {shape: [3]}}\n"
+    )
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from typer.testing import CliRunner
+        from gradcheck.cli import app
+        from gradcheck.runner import references
+
+        cache = ["--cache-dir", {str(tmp_path / "c")!r}]
+        for args, code in (
+            (["run", {str(invalid)!r}], 2),
+            (["run", {str(numeric)!r}, "-k", "nothing"], 5),
+            (["run", {str(numeric)!r}, *cache], 0),
+        ):
+            result = CliRunner().invoke(app, args)
+            assert result.exit_code == code, (args, result.output)
+            assert references._import is None, args
+            assert "tensorflow" not in sys.modules, args
+        print("ok")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
 def test_first_commands_import_only_what_they_print():
     """Start-up (issue 9): none imports NumPy (list reads the shipped cases, literal
     arrays and pinned gradients among them, and checks their shapes; ops reads the op

@@ -93,6 +93,7 @@ def test_the_nearest_file_with_a_gradcheck_table_wins(tmp_path: Path) -> None:
         ('[tool.gradcheck]\nreference = "tf"\n', "reference must be tensorflow or numeric or both"),
         ('[tool.gradcheck]\ncache = "yes"\n', "cache must be true or false, not 'yes'"),
         ("[tool.gradcheck]\nstale_check_limit = 1.5\n", "must be a whole number >= 0"),
+        ('[tool.gradcheck]\nthreads = "2"\n', 'threads must be auto, off or "REF:ENGINE"'),
         ("[tool.gradcheck\n", "not a valid TOML file"),
     ],
 )
@@ -188,7 +189,9 @@ def cli_defaults() -> dict:
     return {p.name: p.show_default for p in command.params if p.name in DEFAULT_KEYS}
 
 
-DEFAULT_KEYS = ("engine", "cache_dir", "reference", "stale_check_limit", "timeout", "max_elements")
+DEFAULT_KEYS = (
+    "engine", "cache_dir", "reference", "stale_check_limit", "timeout", "max_elements", "threads"
+)  # fmt: skip
 
 
 def test_cli_api_and_plugin_defaults_are_the_one_defaults_object() -> None:

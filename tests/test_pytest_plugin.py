@@ -6,6 +6,7 @@ check cases go to a subprocess, where TensorFlow is imported the way a user's ru
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import xml.etree.ElementTree as ET
@@ -15,7 +16,8 @@ import pytest
 
 # The loader (NumPy, PyYAML) is imported here, before pytester's in-process runs take
 # their snapshot of sys.modules: a C extension such as NumPy must not be imported twice.
-import gradcheck.cases  # noqa: F401
+import gradcheck.cases
+import gradcheck.runner.shards  # noqa: F401  (--gradcheck-shard's, likewise)
 
 pytest_plugins = ["pytester"]
 
@@ -149,6 +151,32 @@ def test_k_selects_by_name_and_tag(project: pytest.Pytester) -> None:
     assert collected(by_tag) == ["cases/mini.yaml::unbatched", SEED]
 
 
+def test_shards_split_the_cases_after_k_and_by_the_cached_durations(
+    project: pytest.Pytester,
+) -> None:
+    def shard(spec: str, *args: str) -> list[str]:
+        args = ("--gradcheck", "cases", "tests/test_plain.py", "--collect-only", "-q", *args)
+        result = project.runpytest_inprocess(*args, "--gradcheck-shard", spec)
+        assert result.ret == pytest.ExitCode.OK
+        return collected(result)
+
+    plain = "tests/test_plain.py::test_plain"  # not a case: every shard runs it
+    mini = ["cases/mini.yaml::unbatched", "cases/mini.yaml::elementwise"]
+    # No durations kept: round robin in collection order.
+    assert shard("1/2") == [mini[0], SEED, plain]
+    assert shard("2/2") == [mini[1], plain]
+    assert shard("2/2", "-k", "matmul") == [SEED]  # what -k leaves is split
+    cache = project.mkdir(".gradcheck_cache")
+    durations = {mini[0]: 0.1, mini[1]: 0.1, SEED: 5.0}
+    (cache / "durations.json").write_text(json.dumps(durations))
+    assert shard("1/2") == [SEED, plain]  # the long case alone
+    assert shard("2/2") == [*mini, plain]
+    for spec in ("0/2", "3/2", "a/b"):
+        result = project.runpytest_inprocess("--gradcheck", "cases", "--gradcheck-shard", spec)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["*--gradcheck-shard*1 <= K <= N*"])
+
+
 def test_invalid_case_file_is_a_collection_error_naming_file_and_line(
     project: pytest.Pytester,
 ) -> None:
@@ -234,6 +262,9 @@ def test_strict_fails_unsupported_and_cache_dir_keeps_references(
     strict.assert_outcomes(passed=1, failed=1)
     strict.stdout.fnmatch_lines(["unsupported: *"])
     assert len(list((project.path / "refs").rglob("*.ref"))) == 2  # one per case
+    # And each case's duration, for a later --gradcheck-shard to balance by.
+    durations = json.loads((project.path / "refs" / "durations.json").read_text())
+    assert sorted(durations) == ["cases/mini.yaml::elementwise", "cases/mini.yaml::unbatched"]
 
 
 NEVER_ZEROED = """\
@@ -282,6 +313,15 @@ def test_xdist(project: pytest.Pytester) -> None:
     result = project.runpytest_subprocess("--gradcheck", "cases", *ENGINE, "-n", "2")
     result.assert_outcomes(passed=1, failed=1, skipped=1)
     result.stdout.fnmatch_lines(["*fault:matmul.full-transpose*"])
+
+    # Each xdist worker computes the same split: shard 1 of 2 runs its two cases once,
+    # and not the skipped one (the workers deselect it, which xdist's summary leaves out).
+    # No cache: no durations from the run above, so the split is round robin.
+    shard = project.runpytest_subprocess(
+        "--gradcheck", "cases", *ENGINE, "-n", "2", "--gradcheck-shard", "1/2",
+        "--gradcheck-no-cache",
+    )  # fmt: skip
+    shard.assert_outcomes(passed=1, failed=1, skipped=0)
 
 
 # --- user-defined ops and the numeric reference -------------------------------------------

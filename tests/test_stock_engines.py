@@ -281,3 +281,52 @@ def test_the_stock_engine_survives_the_fuzzer(spec: str) -> None:
 
     report = gradcheck.fuzz(engine=spec, max_examples=300, seed=0)
     assert not report.bugs, [(bug.key, bug.text) for bug in report.bugs]
+
+
+# --- JAX compiles once per expression structure ------------------------------------------
+
+
+def counting_jax_engine():
+    """JaxEngine counting its `tanh` calls: one per forward value (run eagerly) and one per
+    trace of a compiled program (a compiled program runs no Python)."""
+    from gradcheck.engines.stock.jax import JaxEngine
+
+    class Counting(JaxEngine):
+        calls = 0
+
+        def tanh(self, x):
+            type(self).calls += 1
+            return super().tanh(x)
+
+    return Counting
+
+
+def jax_case(seed: int, shape: list[int]) -> Case:
+    from gradcheck.cases.loader import load_case
+
+    spec = {"shape": shape, "init": "uniform", "low": 0.5, "high": 2.0}
+    data = {"name": f"tanh_mul_{seed}", "expr": "tanh(x) * y", "wrt": ["x"], "seed": seed}
+    case = load_case({**data, "inputs": {"x": spec, "y": spec}})
+    assert isinstance(case, Case)
+    return case
+
+
+def test_jax_compiles_one_program_for_checks_of_one_structure() -> None:
+    """Cases of one expression and shapes share a compiled pullback, their other inputs
+    (`y`, not differentiated) passed to it rather than baked in: each case's gradient,
+    y * (1 - tanh(x)**2) times its cotangent, is its own, checked against TensorFlow
+    and by hand. A new shape compiles anew."""
+    engine = counting_jax_engine()
+    options = RunOptions(diagnose=False)
+    for seed in (1, 2, 3):
+        case = jax_case(seed, [3, 4])
+        x, y, cotangent = case.inputs["x"], case.inputs["y"], case.cotangent
+        got = run_engine(engine(), case.expression, case.inputs, ["x"], cotangent, ask_twice=True)
+        np.testing.assert_allclose(got.grads["x"], cotangent * y * (1 - np.tanh(x) ** 2))
+        np.testing.assert_array_equal(got.grads_again["x"], got.grads["x"])
+        assert check_case(case, engine, options).status == "passed"
+    # Six forward values (three run_engine, three check_case calls), one trace.
+    assert engine.calls == 6 + 1
+    case = jax_case(4, [5])
+    run_engine(engine(), case.expression, case.inputs, ["x"], case.cotangent)
+    assert engine.calls == 7 + 2

@@ -17,6 +17,7 @@ The config file is found from the working directory upward: the first folder wit
     reference = "tensorflow"           # tensorflow, numeric or both
     stale_check_limit = 1000000        # 0: every case asks twice
     timeout = 60                       # seconds per case in a worker
+    threads = "auto"                   # the worker's and TensorFlow's: auto, off, "1:3"
     max_elements = 10000000
 
 Paths in a config file (paths, ops, cache_dir, an engine file) are relative to the file;
@@ -34,7 +35,7 @@ from typing import Any
 
 from .engines.naming import DEFAULT, engine_named, is_file_spec
 from .errors import UsageError
-from .util.limits import MAX_ELEMENTS, STALE_CHECK_LIMIT, TIMEOUT
+from .util.limits import MAX_ELEMENTS, STALE_CHECK_LIMIT, THREADS, TIMEOUT, is_thread_budget
 
 CONFIG_FILES = ("gradcheck.toml", "pyproject.toml")
 REFERENCES = ("tensorflow", "numeric", "both")
@@ -53,6 +54,7 @@ class Settings:
     stale_check_limit: int = STALE_CHECK_LIMIT  # input elements; 0: every case asks twice
     timeout: float = TIMEOUT
     max_elements: int = MAX_ELEMENTS
+    threads: str = THREADS  # while the engine's worker and TensorFlow both run (`runner.threads`)
     # Where each value not the default came from, for reports: "pyproject.toml", "--engine".
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 
@@ -74,6 +76,7 @@ class Settings:
             stale_check_limit=self.stale_check_limit or None,
             reference=self.reference,
             timeout=self.timeout,
+            threads=self.threads,
             **{
                 "engine_origin": self.source("engine"),
                 **options,
@@ -216,6 +219,9 @@ def _checked(key: str, raw: Any, layer: Layer) -> Any:
         return raw
     if key == "cache":
         need(isinstance(raw, bool), "true or false")
+        return raw
+    if key == "threads":
+        need(is_thread_budget(raw), 'auto, off or "REF:ENGINE" (e.g. "1:3")')
         return raw
     if key in ("rtol", "atol"):
         need(number and 0 <= raw < float("inf"), "a finite number >= 0")

@@ -242,6 +242,8 @@ class RunResult:
     nothing_found: str | None = None  # why no case was selected or found, when none was
     # TensorFlow's one-off import, when this run waited for it: not in `duration_s`.
     startup_s: float = 0.0
+    # The engine's and TensorFlow's threads while both run (`runner.threads`), for --verbose.
+    threads: str | None = None
 
     def count(self, status: str) -> int:
         return sum(1 for c in self.cases if c.status == status)

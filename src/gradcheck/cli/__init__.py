@@ -23,7 +23,7 @@ import threading
 # Each registers its commands, in the order --help lists them. They do without `from
 # __future__ import annotations`: typer reads every command's annotations on each start,
 # and as strings each would be compiled anew (~0.015 s a start).
-from . import run, check, cases, ops, fuzz  # noqa: F401  # isort: skip
+from . import run, check, cases, ops, fuzz, merge  # noqa: F401  # isort: skip
 from .cache import cache_app
 from .common import app
 from .run import bare_diagnose

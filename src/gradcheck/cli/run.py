@@ -2,6 +2,7 @@
 checked and reported (`reports`)."""
 
 import contextlib
+import dataclasses
 import enum
 import os
 import sys
@@ -177,6 +178,16 @@ def run(
             show_default=str(DEFAULTS.timeout),
         ),
     ] = None,
+    threads: Annotated[
+        str | None,
+        typer.Option(
+            help="The threads of the engine's worker and TensorFlow while both run: auto "
+            "(the cores split between them), REF:ENGINE (e.g. 1:3) or off (neither "
+            "limited). An engine running alone is never limited; --verbose reports it.",
+            metavar="auto|off|REF:ENGINE",
+            show_default=DEFAULTS.threads,
+        ),
+    ] = None,
     modes: Annotated[
         str,
         typer.Option(
@@ -203,20 +214,43 @@ def run(
             metavar="DIR",
         ),
     ] = None,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard",
+            help="Run only shard K of N (1 <= K <= N): the cases split over N jobs, "
+            "disjoint and complete, balanced by the durations the reference cache keeps; "
+            "`gradcheck merge` makes their JSON reports one.",
+            metavar="K/N",
+        ),
+    ] = None,
+    watch: Annotated[
+        bool,
+        typer.Option(
+            "--watch",
+            help="Check, then check again on every save: a case file's cases when it is "
+            "saved, every case (the engine restarted) when the engine's files or an --ops "
+            "file are; TensorFlow and the engine stay warm. q or Ctrl-C quits.",
+        ),
+    ] = False,
 ) -> None:
     """Check every case against TensorFlow (or finite differences).
 
     Options not given come from [tool.gradcheck] in the nearest pyproject.toml, or from
     gradcheck.toml (see the README), else from the defaults shown."""
     from ..cases import collect
+    from ..cases.model import Case
     from ..checking.modes import run_defaults
-    from ..runner import needs_tensorflow, prefetch_tensorflow
+    from ..runner import prefetch_tensorflow
+    from ..runner.shards import parse_shard, read_durations
+    from ..runner.shards import shard as shard_of
     from ..util.interrupts import Interrupted, handled
 
     given = dict(
         paths=paths, engine=engine, ops=ops_files, rtol=rtol, atol=atol, cache=cache,
         cache_dir=cache_dir, reference=reference.value if reference else None,
         stale_check_limit=stale_check_limit, timeout=timeout, max_elements=max_elements,
+        threads=threads,
     )  # fmt: skip
     settings = run_settings(given)
     if require_cache and not settings.cache:
@@ -224,6 +258,7 @@ def run(
         off = "drop --no-cache" if off.startswith("--") else f"{off} turns it off (cache = false)"
         raise GradcheckError(f"--require-cache needs the cache; {off}")
     engine = settings.engine
+    part = parse_shard(shard) if shard is not None else None
     chosen_modes, order = run_defaults(modes, order)
     with handled():
         options = settings.run_options(
@@ -237,20 +272,28 @@ def run(
             modes=chosen_modes,
             order=order,
         )
-        if needs_tensorflow(options):
-            prefetch_tensorflow()  # at once: it imports while the files load
         try:
             load_ops(list(settings.ops))
             one_case = ctx.obj  # `check`'s one case, instead of case files
             gather = one_case.collect if one_case is not None else collect
-            collected = gather(
-                paths if one_case is not None else list(settings.paths),
-                keyword=keyword,
-                max_elements=settings.max_elements,
-                rtol=settings.rtol,
-                atol=settings.atol,
-            )
+
+            def cases_in(files: list[Path] | None):
+                chosen = paths if one_case is not None else files or list(settings.paths)
+                return gather(chosen, keyword=keyword, max_elements=settings.max_elements,
+                              rtol=settings.rtol, atol=settings.atol)  # fmt: skip
+
+            if watch:
+                watched = [] if one_case is not None else list(settings.paths)
+                raise typer.Exit(_watch(cases_in, watched, settings, options, format, output))
+            collected = cases_in(None)
+            if part is not None:
+                timed = read_durations(options.cache.directory) if options.cache else {}
+                collected.items = shard_of(collected.items, *part, timed)
+                options = dataclasses.replace(options, record_durations=False)
             print_problems(collected.items)  # case-file problems on stderr, before anything runs
+            # Once the cases are known (loading them is quick): only if one needs it, and
+            # before the engine's import in this process, which it overlaps.
+            prefetch_tensorflow(options, [i for i in collected.items if isinstance(i, Case)])
             # What an engine's module prints on import is not the report's: stdout may
             # carry JSON. (Its cases' output is captured with each case.)
             with contextlib.redirect_stdout(sys.stderr):
@@ -266,6 +309,27 @@ def run(
             repro=(repro, engine) if repro is not None else None,
         )  # fmt: skip
         report.run(collected, engine_arg, options)
+
+
+def _watch(cases_in, watched: list[Path], settings, options, format, output) -> int:
+    """`--watch`: its rounds, on this terminal; the exit code."""
+    from ..engines.naming import is_file_spec
+    from .watch import Watch, watch
+
+    if output is not None or format not in (None, Format.rich):
+        raise GradcheckError("--watch prints its rounds here: drop --output and --format")
+    target = settings.engine.partition(":")[0]
+    engine_file = Path(target) if is_file_spec(target) else None
+    if engine_file is not None and options.isolate != "process":
+        raise GradcheckError(
+            "--watch runs a file's engine in a worker, restarted when the file is saved: "
+            "drop --isolate none"
+        )
+    session = Watch(
+        cases_in, settings.engine, options, cases=watched, engine_file=engine_file,
+        ops=list(settings.ops), echo=lambda line: typer.echo(line),
+    )  # fmt: skip
+    return watch(session)
 
 
 def _signal_exit(signal_name: str) -> int:

@@ -137,9 +137,12 @@ def build_expression(
     wrt: set[str],
     dtype: np.dtype,
     given: Mapping[Node, Any] | None = None,
+    *,
+    copy: bool = True,
 ) -> dict[Node, Any]:
     """Every node of `expression` built in `engine`; inputs in `wrt` as leaves, the nodes
-    in `given` as given (a functional engine's primals)."""
+    in `given` as given (a functional engine's primals). `copy=False`: the inputs are the
+    caller's copies already (or values a compiling engine traces, which have no copy)."""
     make_constant = getattr(engine, "constant", None)
     if make_constant is None and is_functional(engine):
         make_constant = as_given  # NumPy arrays go into its ops as they are
@@ -149,7 +152,7 @@ def build_expression(
             continue
         if node.is_input:
             # A copy, so that an engine that writes into its inputs cannot change the reference's.
-            value = np.array(inputs[node.name])
+            value = np.array(inputs[node.name]) if copy else inputs[node.name]
             if node.integer:  # indices, labels: a constant of their integer dtype, always
                 built[node] = build_call("constant", make_constant or as_given, value)
             elif node.name in wrt or make_constant is None:

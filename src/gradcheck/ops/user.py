@@ -159,6 +159,14 @@ def load_ops_files(paths: Iterable[str | os.PathLike[str]]) -> list[Op]:
     return declared
 
 
+def forget_ops_files(paths: Iterable[str | os.PathLike[str]]) -> None:
+    """Withdraw the ops these files declared, so that `load_ops_files` imports them afresh
+    (`run --watch`, after one is saved)."""
+    for given in paths:
+        for declared in _LOADED.pop(Path(given).resolve(), []):
+            registry._REGISTRY.pop(declared.name, None)
+
+
 def loaded_ops_files() -> tuple[str, ...]:
     """The ops files loaded so far in this process: what a worker loads before the engine."""
     return tuple(str(path) for path in _LOADED)

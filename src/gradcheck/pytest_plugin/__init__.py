@@ -42,6 +42,10 @@ check has ``gradcheck run``'s size limit (``--gradcheck-stale-check-limit N``). 
 for the session (``--gradcheck-isolate process|none``), so its crash, hang or exit
 fails that item only; ``--gradcheck-timeout S`` bounds each case (default 60 s).
 
+``--gradcheck-shard K/N`` keeps shard K of N of the cases, split as ``gradcheck run
+--shard`` splits them (after ``-k``, by the durations the reference cache keeps; the
+fuzz item goes to shard 1); the session's other tests run in every shard.
+
 ``--gradcheck-fuzz N`` (or ``gradcheck_fuzz = N`` in the ini file) adds one more item,
 ``gradcheck-fuzz``: ``gradcheck fuzz`` of the same engine over N examples (seed 0, or
 ``--gradcheck-fuzz-seed``; ops from ``gradcheck_fuzz_ops``, default every op the engine
@@ -66,9 +70,9 @@ from typing import Any
 
 import pytest
 
-from .items import FUZZ_ITEM, CaseFile, FuzzItem
+from .items import FUZZ_ITEM, CaseFile, CaseItem, FuzzItem
 from .options import add_options
-from .state import STATE, configured
+from .state import STATE, State, configured
 
 SUFFIXES = (".yaml", ".yml")
 
@@ -78,7 +82,66 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.stash[STATE] = configured(config)
+    config.stash[STATE] = state = configured(config)
+    if state.shard is not None:
+        config.pluginmanager.register(Sharding(state), "gradcheck-shard")
+    elif state.roots and not hasattr(config, "workerinput"):  # xdist's controller, or no xdist
+        config.pluginmanager.register(Durations(state), "gradcheck-durations")
+
+
+class Durations:
+    """Each case's duration kept beside the reference cache, as `gradcheck run` keeps
+    them, so that a later `--gradcheck-shard` (or `run --shard`) balances by them. Not
+    by a shard, so that every shard of one CI run reads the same."""
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+        self.timed: dict[str, float] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" and _is_case(report.nodeid):
+            self.timed[report.nodeid] = report.duration
+
+    def pytest_sessionfinish(self) -> None:
+        if not self.timed:  # nothing ran (--collect-only): nothing to import either
+            return
+        from ..runner.shards import record_durations
+
+        cache = self.state.options.cache
+        if cache is not None and cache.writable:
+            record_durations(cache.directory, self.timed)
+
+
+class Sharding:
+    """`--gradcheck-shard K/N`: after pytest's own selection (-k, -m), as `run --shard`
+    splits what -k left. Every xdist worker computes the same split, as collection and
+    the durations it reads are the same for each."""
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        from ..runner.shards import read_durations, shard
+
+        k, n = self.state.shard
+        cases = [item.case for item in items if isinstance(item, CaseItem)]
+        # From the settings, not the run's options: collection imports nothing heavy.
+        settings = self.state.settings
+        timed = read_durations(settings.cache_dir) if settings.cache else {}
+        kept = {id(case) for case in shard(cases, k, n, timed)}
+
+        def leaves(item: pytest.Item) -> bool:
+            if isinstance(item, CaseItem):
+                return id(item.case) not in kept
+            return isinstance(item, FuzzItem) and k != 1  # one item: shard 1 runs it
+
+        gone = [item for item in items if leaves(item)]
+        if gone:
+            items[:] = [item for item in items if not leaves(item)]
+            config.hook.pytest_deselected(items=gone)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

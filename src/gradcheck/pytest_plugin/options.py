@@ -92,6 +92,14 @@ def add_options(parser: pytest.Parser) -> None:
         help="no reference cache: compute every reference (as gradcheck run --no-cache).",
     )
     group.addoption(
+        "--gradcheck-shard",
+        metavar="K/N",
+        default=None,
+        help="run only shard K of N (1 <= K <= N) of the cases, split as gradcheck run "
+        "--shard splits them (balanced by the durations the reference cache keeps); "
+        "the session's other tests run in every shard.",
+    )
+    group.addoption(
         "--gradcheck-fuzz",
         metavar="N",
         type=int,

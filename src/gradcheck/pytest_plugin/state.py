@@ -39,6 +39,7 @@ class State:
     fuzz_ops: list[str] | None = None
     fuzz_out: Path | None = None
     isolate: str | None = None
+    shard: tuple[int, int] | None = None  # --gradcheck-shard's (K, N)
     _engine: Any = field(default=None, repr=False)  # the factory, or the UsageError (fuzz)
     _checker: Any = field(default=None, repr=False)  # the Checker, or EngineUnavailable
 
@@ -120,6 +121,7 @@ def configured(config: pytest.Config) -> State:
     if on and settings.ops:
         _load_ops(list(settings.ops))
     fuzz_out = config.getoption("gradcheck_fuzz_out")
+    shard = config.getoption("gradcheck_shard")
     return State(
         roots=roots,
         settings=settings,
@@ -129,7 +131,19 @@ def configured(config: pytest.Config) -> State:
         fuzz_ops=config.getini("gradcheck_fuzz_ops") or None,
         fuzz_out=invocation_dir / fuzz_out if fuzz_out else None,
         isolate=config.getoption("gradcheck_isolate"),
+        shard=_shard(shard) if shard is not None else None,
     )
+
+
+def _shard(text: str) -> tuple[int, int]:
+    from ..runner.shards import parse_shard
+
+    try:
+        return parse_shard(text)
+    except GradcheckError as e:
+        raise pytest.UsageError(
+            f"gradcheck: {str(e).replace('--shard', '--gradcheck-shard', 1)}"
+        ) from None
 
 
 def _load_ops(paths: list[Path]) -> None:

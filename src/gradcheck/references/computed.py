@@ -10,6 +10,7 @@ from ..util.stderr import silenced_stderr
 from .numeric import numeric_reference
 from .numeric_modes import numeric_hvp, numeric_jvp
 from .tensorflow import TensorFlowEngine
+from .traced import traced_reference
 
 # The numeric reference of each check (vjp: gradients, jvp: forward mode, hvp: second order).
 _NUMERIC = {"vjp": numeric_reference, "jvp": numeric_jvp, "hvp": numeric_hvp}
@@ -41,6 +42,8 @@ def _tensorflow_reference(case: Case, check: str = "vjp") -> EngineRun:
     try:
         # TensorFlow's C++ side logs to fd 2 on first use of some kernels (oneDNN, CUDA).
         with silenced_stderr():
+            if check == "vjp":  # traced once the case's structure has recurred often enough
+                return traced_reference(case, lambda: run_check(engine, case, check))
             return run_check(engine, case, check)
     except Unsupported as e:  # a NotImplementedError inside TensorFlow
         raise EngineFailure(str(e)) from e

@@ -77,11 +77,21 @@ def reference_key(
     return digest.hexdigest()
 
 
-@functools.cache
 def _declaring_file_digest(origin: str) -> str:
     """The sha256 of the file that declared a user op (``file:line``): edit it, miss the cache."""
+    path = Path(origin.rpartition(":")[0])
     try:
-        return hashlib.sha256(Path(origin.rpartition(":")[0]).read_bytes()).hexdigest()
+        stat = path.stat()
+    except OSError:
+        return "unreadable"
+    # Read once per version of the file: `run --watch` reloads an ops file once saved.
+    return _file_digest(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.cache
+def _file_digest(path: Path, mtime_ns: int, size: int) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
         return "unreadable"
 

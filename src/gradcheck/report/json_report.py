@@ -10,6 +10,7 @@ terminal cannot act on it. `captured` is what the engine printed during the case
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -62,6 +63,9 @@ def _case(case: CaseResult, verbose: bool) -> dict[str, Any]:
         "modes": list(case.modes),
         "order": case.order,
         "nodes": [_node(node) for node in case.nodes],
+        # Not in SPEC §7: the expression's graph, so `gradcheck merge` recomputes the
+        # report card (the ops each case uses) and the merged HTML report draws it.
+        "graph": [dataclasses.asdict(node) for node in case.graph],
         "hints": [hint.to_dict() for hint in case.hints],
         "captured": case.captured,
         "duration_s": round(case.duration_s, 3),

@@ -76,6 +76,8 @@ def _render(run: RunResult, console: Console, verbose: bool, quiet: bool, proble
             f"gradcheck: {engine_label(run.engine, run.engine_origin)}, reference {run.reference}"
         )
         console.print(plain(header, style="dim"))
+        if verbose and run.threads:
+            console.print(plain(run.threads, style="dim"))
     for case in run.cases:
         if (quiet and case.passed) or (not problems and case.status == "invalid"):
             continue

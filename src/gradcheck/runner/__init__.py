@@ -2,8 +2,9 @@
 verdict (here, always) and the diagnosis (where the engine runs).
 
 `run` checks a list of cases and overlaps the work: TensorFlow's import starts at once
-(`prefetch_tensorflow`), on a thread of its own, while the files load and the engine's
-worker imports the engine; then each case's reference (`reference_run`: TensorFlow's,
+(`prefetch_tensorflow`: only when a case will need it, so that a run whose cases are
+all invalid, cached or numeric never waits for it), on a thread of its own, while the
+engine's worker imports the engine; then each case's reference (`reference_run`: TensorFlow's,
 the numeric one, or both) is computed here while its engine runs in its worker process
 (``isolate="process"``). In this process (``"none"``) the engine runs after the
 reference, on this thread: running both at once on threads was slower (TensorFlow's and
@@ -39,13 +40,13 @@ from ..util import interrupts
 from .checker import Checker, check_case
 from .options import DEFAULT_OPTIONS, Isolation, RunOptions, default_isolation
 from .references import (
-    needs_tensorflow,
     overlap,
     prefetch_tensorflow,
     reference_run,
     starting_tensorflow,
     wait_for_import,
 )
+from .shards import durations_of, record_durations
 
 __all__ = [
     "Checker",
@@ -54,7 +55,6 @@ __all__ = [
     "check_case",
     "computed_reference",
     "default_isolation",
-    "needs_tensorflow",
     "prefetch_tensorflow",
     "reference_run",
     "run",
@@ -67,25 +67,28 @@ def run(
     engine: str | EngineFactory,
     options: RunOptions = DEFAULT_OPTIONS,
     on_result: Callable[[CaseResult], None] | None = None,
+    checker: Checker | None = None,
 ) -> RunResult:
     """Check every case in order; invalid ones are reported as they are, never run.
 
     `items` are cases, or what `cases.collect` found (then the report says what -k
     deselected, and why nothing ran when nothing was found). `engine` is an ``--engine``
-    spec or an engine factory. TensorFlow's import starts at once (when a reference may
-    need it), as do the workers' imports of the engine. A SIGINT or SIGTERM caught by
+    spec or an engine factory. TensorFlow's import starts at once (when a case's reference
+    will need it), as do the workers' imports of the engine. A SIGINT or SIGTERM caught by
     `interrupts.handled` ends the run early with the rest of the cases `not run`; so
-    does a failure under `fail_fast`.
+    does a failure under `fail_fast`. A `checker` given (`--watch`'s, kept warm between
+    runs) is used instead of a new one for `engine`, and left open.
     """
     started = time.perf_counter()
     collected = items if isinstance(items, Collected) else None
     items = collected.items if collected is not None else items
     results: list[CaseResult] = []
     cases = [item for item in items if isinstance(item, Case)]
-    if cases and needs_tensorflow(options):
-        prefetch_tensorflow()
+    prefetch_tensorflow(options, cases)
     interrupted, stopped = None, False
-    checker = Checker(engine, options) if cases else None
+    owned = checker is None
+    if owned:
+        checker = Checker(engine, options) if cases else None
     try:
         if checker is not None:
             checker.engines.warm()
@@ -109,10 +112,12 @@ def run(
         why = f"the run was interrupted by {stop.signal}"
         results += [_not_run(item, why) for item in items[len(results) :]]
     finally:
-        if checker is not None:
+        if owned and checker is not None:
             checker.close()
         wait_for_import()
     ended = time.perf_counter()
+    if options.record_durations and options.cache is not None and options.cache.writable:
+        record_durations(options.cache.directory, durations_of(results))
     startup = _startup(started, ended)
     ran = RunResult(
         engine=checker.engine_name if checker else _name(engine),
@@ -125,6 +130,7 @@ def run(
         nothing_found=collected.nothing_found if collected is not None else None,
         startup_s=startup[1] - startup[0] if startup else 0.0,
         engine_origin=options.engine_origin,
+        threads=checker.threads if checker else None,
     )
     return diagnose_run(ran, causes=bool(options.diagnose))
 

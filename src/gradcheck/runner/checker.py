@@ -21,9 +21,11 @@ from ..engines.protocol import EngineFactory
 from ..errors import UsageError
 from ..ops.user import loaded_ops_files
 from ..references.cache import ReferenceNotCached
+from ..references.tensorflow import intra_op_threads, limit_threads
 from ..results import CaseResult, Hint
 from .options import DEFAULT_OPTIONS, RunOptions
 from .references import CaseReference, import_within, reference_kind, reference_run
+from .threads import thread_budget
 from .workers.engines import InProcess, Isolated, Ticket
 from .workers.pool import WorkerLost, worker_init
 
@@ -43,7 +45,12 @@ class Checker:
                 )
             init = worker_init(self.spec, loaded_ops_files(), self.named)
             self.engines: InProcess | Isolated = Isolated(init, options.timeout)
+            # The two run side by side only here: in this process, one after the other.
+            self.budget = thread_budget(options.threads)
+            if self.budget is not None:
+                limit_threads(self.budget.reference)
         else:
+            self.budget = None
             factory = load_engine(engine, self.named) if isinstance(engine, str) else engine
             self.engines = InProcess(factory)
 
@@ -69,14 +76,33 @@ class Checker:
         limit = self.options.stale_check_limit
         return limit is None or case.elements <= limit
 
+    @property
+    def threads(self) -> str:
+        """The thread budget, as `--verbose` reports it."""
+        if isinstance(self.engines, InProcess):
+            return "threads: left alone (the engine runs in this process, after the reference)"
+        if self.budget is None:
+            return "threads: left alone (--threads off)"
+        given = intra_op_threads()
+        if given is not None and given != self.budget.reference:
+            return f"{self.budget.describe()}; TensorFlow was started with {given} already"
+        return self.budget.describe()
+
     def start(self, case: Case) -> Ticket:
         timeout = case.timeout or self.options.timeout
-        return self.engines.start(
-            case,
-            self.ask_twice(case),
-            timeout,
-            checks(case, self.options.modes, self.options.order),
-        )
+        wanted = checks(case, self.options.modes, self.options.order)
+        # The worker's threads are limited only while this process computes the reference.
+        threads = self.budget.engine if self.budget and self._computes(case, wanted) else None
+        return self.engines.start(case, self.ask_twice(case), timeout, wanted, threads)
+
+    def _computes(self, case: Case, wanted: Sequence[str]) -> bool:
+        """Whether this process computes a reference of `case` (one is not cached)."""
+        cache, kind = self.options.cache, case.reference or self.options.reference
+        if cache is None:
+            return True
+        kinds = ("tensorflow", "numeric") if kind == "both" else (kind,)
+        paths = [cache.path(case, k, check) for k in kinds for check in wanted]
+        return not all(path is not None and path.exists() for path in paths)
 
     def check(self, case: Case, causes: Sequence[tuple[Hint, str]] = ()) -> CaseResult:
         """One case, start to end: the engine starts in its worker, the reference is

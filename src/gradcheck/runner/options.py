@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from ..util.limits import STALE_CHECK_LIMIT, TIMEOUT
+from ..util.limits import STALE_CHECK_LIMIT, THREADS, TIMEOUT
 from .workers.pool import SUPPORTED as workers_supported
 
 if TYPE_CHECKING:
@@ -25,6 +25,9 @@ class RunOptions:
     diagnose: bool | Literal["first", "all"] = True
     cache: ReferenceCache | None = None  # references kept between runs
     require_cache: bool = False  # a reference missing from `cache` is an error, not computed
+    # Keep the cases' durations beside `cache`, which `--shard` balances by; never in a
+    # shard, so that every shard of a split reads the same ones.
+    record_durations: bool = True
     stale_check_limit: int | None = STALE_CHECK_LIMIT  # input elements; None: every case
     reference: str = "tensorflow"  # tensorflow | numeric | both, where a case sets none
     isolate: Isolation = "none"  # where the engine runs: worker processes, or this one
@@ -34,6 +37,9 @@ class RunOptions:
     # Where the engine was set ("--engine", "pyproject.toml", "default"; `config.Settings`),
     # for the report and for the engine's errors; None: not said.
     engine_origin: str | None = None
+    # The threads of the engine's worker and TensorFlow while both run (`runner.threads`):
+    # "auto", "off" or "REF:ENGINE".
+    threads: str = THREADS
 
 
 DEFAULT_OPTIONS = RunOptions()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Iterable
 from dataclasses import replace
 
 from ..cases.model import Case
@@ -118,11 +119,14 @@ def overlap(span: tuple[float, float] | None, started: float, ended: float) -> f
 _import: threading.Thread | None = None  # the one background import of this process
 
 
-def prefetch_tensorflow() -> None:
-    """Start importing TensorFlow on a thread of its own, if it is installed and not yet
-    imported; a reference that needs it then waits for it (`load_tensorflow`'s lock)."""
+def prefetch_tensorflow(options: RunOptions, cases: Iterable[Case] | None = None) -> None:
+    """Start importing TensorFlow on a thread of its own, if the run will need it
+    (`needs_tensorflow`), it is installed, and its import has not begun; a reference that
+    needs it then waits for it (`load_tensorflow`'s lock)."""
     global _import
-    if _import is None and tensorflow_module.installed_version() is not None:
+    if _import is not None or tensorflow_module.installed_version() is None:
+        return
+    if needs_tensorflow(options, cases):
         _import = threading.Thread(target=_import_quietly, name="gradcheck-import", daemon=True)
         _import.start()
 
@@ -143,13 +147,37 @@ def wait_for_import() -> None:
         _import.join()
 
 
-def needs_tensorflow(options: RunOptions) -> bool:
-    """Whether a run is sure to need TensorFlow: its reference is TensorFlow's (or both),
-    and there is no cache to read it from, or nothing in it yet. (A case that sets its own
-    `reference:` imports TensorFlow when it needs it.)"""
-    cache = options.cache
-    if options.require_cache or options.reference == "numeric":
+def needs_tensorflow(options: RunOptions, cases: Iterable[Case] | None = None) -> bool:
+    """Whether a run will need TensorFlow, so that its import is worth starting early.
+
+    Without `cases` (the files not yet read): whether the run's reference is TensorFlow's
+    (or both) with no cache, or nothing in it yet. With them: whether one of them (its own
+    `reference:` counted) needs a TensorFlow reference the cache does not hold. A run
+    whose cases are all invalid, deselected, cached or numeric never waits for the import.
+    (A reference found missing later imports TensorFlow when it is needed.)"""
+    if options.require_cache:
         return False
+    if cases is None:
+        return options.reference != "numeric" and _cache_empty(options)
+    return any(_needs_tensorflow(case, options) for case in cases)
+
+
+def _needs_tensorflow(case: Case, options: RunOptions) -> bool:
+    if (case.reference or options.reference) == "numeric":
+        return False
+    cache = options.cache
+    if cache is None:
+        return True
+    # Only whether the entries exist: reading them is the run's (and counts hits).
+    paths = [
+        cache.path(case, "tensorflow", check)
+        for check in checks(case, options.modes, options.order)
+    ]
+    return not all(path is not None and path.is_file() for path in paths)
+
+
+def _cache_empty(options: RunOptions) -> bool:
+    cache = options.cache
     if cache is None:
         return True
     try:

@@ -22,3 +22,15 @@ RUN_ELEMENTS = 100
 # Seconds an engine may spend on one case (and again on its diagnosis) in a worker
 # process before the worker is killed and the case reported as timed out.
 TIMEOUT = 60.0
+
+# The threads of the engine's worker and TensorFlow while both run (`runner.threads`):
+# "auto" (the cores split between them), "off", or "REF:ENGINE" ("1:3").
+THREADS = "auto"
+
+
+def is_thread_budget(setting: object) -> bool:
+    """Whether `setting` spells a thread budget: auto, off, or two whole numbers >= 1."""
+    if setting in ("auto", "off"):
+        return True
+    parts = setting.split(":") if isinstance(setting, str) else []
+    return len(parts) == 2 and all(p.isdigit() and int(p) >= 1 for p in parts)

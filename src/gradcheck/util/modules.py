@@ -10,6 +10,7 @@ only, the file and line of the failure first.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import importlib
 import importlib.util
@@ -123,3 +124,48 @@ def _shown(filename: str) -> str:
         return str(Path(filename).resolve().relative_to(Path.cwd().resolve()))
     except (ValueError, OSError):
         return filename
+
+
+def local_imports(path: Path) -> set[Path]:
+    """`path` and the Python files beside it that it imports, transitively (found in its
+    source, not run): an engine's own modules (a package's through its folder), not the
+    libraries it uses. A worker is stamped with them; `run --watch` watches them."""
+    found: set[Path] = set()
+    todo = [path]
+    while todo:
+        current = todo.pop()
+        if current in found:
+            continue
+        found.add(current)
+        try:
+            tree = ast.parse(current.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, ValueError):
+            continue  # the round says what is wrong with it
+        for node in ast.walk(tree):
+            for base, name in _imported(node, current, path.parent):
+                todo += _module_files(base, name)
+    return found
+
+
+def _imported(node: ast.AST, current: Path, root: Path) -> Iterator[tuple[Path, str]]:
+    if isinstance(node, ast.Import):
+        yield from ((root, alias.name) for alias in node.names)
+    elif isinstance(node, ast.ImportFrom):
+        base = current.parent if node.level else root
+        for _ in range(max(node.level - 1, 0)):
+            base = base.parent
+        module = node.module or ""
+        yield base, module
+        for alias in node.names:  # `from pkg import module`
+            yield base, f"{module}.{alias.name}" if module else alias.name
+
+
+def _module_files(base: Path, dotted: str) -> list[Path]:
+    """The files importing `dotted` from `base` runs that exist: each package's __init__."""
+    files, folder = [], base
+    for part in filter(None, dotted.split(".")):
+        folder = folder / part
+        for candidate in (folder.with_suffix(".py"), folder / "__init__.py"):
+            if candidate.is_file():
+                files.append(candidate.resolve())
+    return files

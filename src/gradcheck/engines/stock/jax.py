@@ -25,6 +25,7 @@ function for an op declared in an ``--ops`` file::
 from __future__ import annotations
 
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -38,6 +39,12 @@ from .numpy_api import NumpyApiOps, np_axis
 jax.config.update("jax_enable_x64", True)  # before any array is made
 
 
+# Compiled programs, by engine class and `ExpressionFunction.key`: every check of one
+# expression structure (a fuzz run's examples, a watch round, the lock's verify) compiles
+# once. Bounded, as each program holds XLA's executable; the least recently used goes.
+_PROGRAMS: OrderedDict[tuple, Callable[..., Any]] = OrderedDict()
+PROGRAMS_KEPT = 256
+# Any other function (a repro script's): compiled once while it lives (gradcheck asks twice).
 _COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -46,13 +53,33 @@ def _pullback(fn: Callable[..., Any], primals: tuple, cotangent: Any) -> Any:
     return vjp(cotangent.astype(output.dtype))
 
 
-def _compiled(fn: Callable[..., Any], transform: Callable[..., Any]) -> Callable[..., Any]:
-    """`transform` of `fn` as one compiled program, kept while `fn` lives (gradcheck asks
-    twice): JAX would otherwise compile every op it runs eagerly."""
-    programs = _COMPILED.setdefault(fn, {})
-    if transform not in programs:
-        programs[transform] = jax.jit(lambda *args: transform(fn, *args))
-    return programs[transform]
+def _compiled(
+    engine: type, fn: Callable[..., Any], transform: Callable[..., Any]
+) -> Callable[..., Any]:
+    """`transform` of `fn` as one compiled program, called ``(primals, other)``: JAX would
+    otherwise compile every op it runs eagerly. A function gradcheck made from a case
+    (`ExpressionFunction`) shares its program with every function of the same key, its
+    constants an argument rather than baked in."""
+    key = getattr(fn, "key", None)
+    if key is None:
+        programs = _COMPILED.setdefault(fn, {})
+        if transform not in programs:
+            programs[transform] = jax.jit(lambda *args: transform(fn, *args))
+        return programs[transform]
+    key = (engine, transform, key)
+    if key in _PROGRAMS:
+        _PROGRAMS.move_to_end(key)
+    else:
+        program = fn.program
+
+        def transformed(constants: tuple, *args: Any) -> Any:
+            return transform(lambda *values: program(constants, *values), *args)
+
+        _PROGRAMS[key] = jax.jit(transformed)
+        while len(_PROGRAMS) > PROGRAMS_KEPT:
+            _PROGRAMS.popitem(last=False)
+    compiled, constants = _PROGRAMS[key], fn.constants
+    return lambda *args: compiled(constants, *args)
 
 
 def _tangent(fn: Callable[..., Any], primals: tuple, tangents: tuple) -> Any:
@@ -83,14 +110,14 @@ class JaxEngine(NumpyApiOps):
         xs = tuple(jnp.asarray(p) for p in primals)
         if create_graph:  # inside gradcheck's own vjp of the gradient: JAX arrays that trace
             return list(_pullback(fn, xs, jnp.asarray(cotangent)))
-        grads = _compiled(fn, _pullback)(xs, jnp.asarray(cotangent))
+        grads = _compiled(type(self), fn, _pullback)(xs, jnp.asarray(cotangent))
         return [np.asarray(g) for g in grads]
 
     def jvp(
         self, fn: Callable[..., Any], primals: Sequence[np.ndarray], tangents: Sequence[np.ndarray]
     ) -> np.ndarray:
         xs, ts = tuple(map(jnp.asarray, primals)), tuple(map(jnp.asarray, tangents))
-        return np.asarray(_compiled(fn, _tangent)(xs, ts))
+        return np.asarray(_compiled(type(self), fn, _tangent)(xs, ts))
 
     def value(self, node: Any) -> np.ndarray:
         return np.asarray(node)

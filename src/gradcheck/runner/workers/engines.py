@@ -65,8 +65,14 @@ class InProcess:
         pass
 
     def start(
-        self, case: Case, ask_twice: bool, timeout: float, checks: Sequence[str] = ("vjp",)
+        self,
+        case: Case,
+        ask_twice: bool,
+        timeout: float,
+        checks: Sequence[str] = ("vjp",),
+        threads: int | None = None,
     ) -> Ticket:
+        """`threads` is for a worker: nothing overlaps here, so nothing is limited."""
         return Ticket(case, ask_twice, timeout, tuple(checks))
 
     def outcome(self, ticket: Ticket) -> tuple[EngineOutcome, str]:
@@ -118,12 +124,18 @@ class Isolated:
         self.pool.start()
 
     def start(
-        self, case: Case, ask_twice: bool, timeout: float, checks: Sequence[str] = ("vjp",)
+        self,
+        case: Case,
+        ask_twice: bool,
+        timeout: float,
+        checks: Sequence[str] = ("vjp",),
+        threads: int | None = None,
     ) -> Ticket:
+        """`threads`: the engine's BLAS threads for this engine step (None: its own)."""
         ticket = Ticket(case, ask_twice, timeout, tuple(checks))
         if case.elements < SEND_DRAWN_ELEMENTS:
             case.inputs  # noqa: B018  (drawn here, for the reference, and sent as they are)
-        message = RunCase(case, ask_twice, os.getcwd(), ticket.checks)
+        message = RunCase(case, ask_twice, os.getcwd(), ticket.checks, threads)
         ticket.worker = self.pool.submit(message, timeout)
         return ticket
 

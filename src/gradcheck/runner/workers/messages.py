@@ -47,6 +47,7 @@ class RunCase:
     ask_twice: bool
     cwd: str  # the run's working directory, restored before the case
     checks: tuple[str, ...] = ("vjp",)  # what to run: gradients, JVPs, second order (`modes`)
+    threads: int | None = None  # the engine's BLAS threads meanwhile (`runner.threads`)
 
 
 @dataclass

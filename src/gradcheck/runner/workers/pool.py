@@ -32,6 +32,7 @@ from typing import Any
 
 from ...engines.naming import engine_named
 from ...errors import UsageError
+from ...util.modules import local_imports
 from .capture import Capture
 from .channel import Receiver, encode, write_some
 from .messages import InitFailed, Ready, WorkerInit
@@ -261,6 +262,8 @@ def worker_init(spec: str, imports: tuple[str, ...] = (), named: str = "") -> Wo
     files = [Path(f) for f in (target, *imports) if f.endswith(".py")]
     if target.endswith(".py") and Path(target).is_file():  # else the worker says so, as given
         spec = f"{Path(target).resolve()}{colon}{name}"
+        # The engine's own modules too: a kept worker never runs an edited helper's old code.
+        files += sorted(local_imports(Path(target).resolve()) - {Path(target).resolve()})
     stamps = []
     for file in files:
         with contextlib.suppress(OSError):

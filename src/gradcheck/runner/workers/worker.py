@@ -120,9 +120,10 @@ def _serve(
             phase.stage = ""
             phase.set("starting the case")
             try:
-                outcome = engine_step(
-                    message.case, factory, ask_twice=message.ask_twice, checks=message.checks
-                )
+                with _threads_limited(message.threads):
+                    outcome = engine_step(
+                        message.case, factory, ask_twice=message.ask_twice, checks=message.checks
+                    )
             except BaseException as e:  # KeyboardInterrupt from an engine's thread, say
                 outcome = EngineOutcome(error=f"the engine raised {describe(e)}")
             _flush()
@@ -142,6 +143,22 @@ def _serve(
         elif isinstance(message, Release) and last is not None:
             last[0].release()
             last = None
+
+
+_controller: Any = None  # threadpoolctl's view of the BLAS and OpenMP libraries loaded
+
+
+def _threads_limited(threads: int | None) -> contextlib.AbstractContextManager[Any]:
+    """The engine's BLAS and OpenMP pools at `threads` while the case's engine step runs
+    and the parent computes its reference (`runner.threads`); None: as they are."""
+    global _controller
+    if threads is None:
+        return contextlib.nullcontext()
+    if _controller is None:  # once: finding the libraries takes milliseconds
+        from threadpoolctl import ThreadpoolController
+
+        _controller = ThreadpoolController()
+    return _controller.limit(limits=threads)
 
 
 def _flush() -> None:
