@@ -33,7 +33,7 @@ from typing import Any
 from ...engines.naming import engine_named
 from ...errors import UsageError
 from .capture import Capture
-from .channel import Receiver, encode, write_some
+from .channel import Receiver, encode, read_reply, write_some
 from .messages import InitFailed, Ready, WorkerInit
 from .worker import PHASE_BYTES, read_phase
 
@@ -85,7 +85,7 @@ class Worker:
                 os.close(fd)
         for fd in (self.requests, self.replies, self.output):
             os.set_blocking(fd, False)
-        self.receiver = Receiver(self.replies, plain=True)
+        self.receiver = Receiver(self.replies, read_reply)
         self.capture = Capture()
         self.engine: str | None = None  # its name, once it is ready
         self.conventions: dict[str, str] = {}
