@@ -152,9 +152,12 @@ class Worker:
                 self.read_output()
         except (BrokenPipeError, EOFError, OSError):
             self.died()
-        except Exception as e:  # a frame that does not decode, or names what it may not
-            self.kill()
-            self._lose(f"the engine process sent a reply gradcheck cannot read ({e})")
+        except Exception as e:  # a frame that does not decode, or is not a reply
+            self._unreadable(e)
+
+    def _unreadable(self, error: Exception) -> None:
+        self.kill()
+        self._lose(f"the engine process sent a reply gradcheck cannot read ({error})")
 
     def write(self) -> None:
         while self.pending:
@@ -202,8 +205,12 @@ class Worker:
     def died(self) -> None:
         if self.done():
             return
-        with contextlib.suppress(OSError, EOFError):
+        try:
             self.read_replies()  # a reply written just before exiting still counts
+        except (OSError, EOFError):
+            pass
+        except Exception as e:
+            self._unreadable(e)
         if self.done():
             return
         try:  # its pipe closed: it is exiting, or it closed the pipe and lives on

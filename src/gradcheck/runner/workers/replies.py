@@ -195,15 +195,15 @@ def _dataclass_reader(kind: type) -> Reader:
 
     def read(value: Any, depth: int) -> Any:
         if type(value) is not dict:
-            raise BadReply(f"{_shown(value)} where a {kind.__name__} belongs")
+            raise BadReply(f"{_shown(value)} where {kind.__name__} belongs")
         if depth >= _MAX_DEPTH:
             raise BadReply(f"{kind.__name__}s nested more than {_MAX_DEPTH} deep")
         unknown = [str(k)[:60] for k in value if k not in fields]
         if unknown:
-            raise BadReply(f"a {kind.__name__} has no field {', '.join(unknown)}")
+            raise BadReply(f"{kind.__name__} has no field {', '.join(unknown)}")
         if not required <= value.keys():
             missing = ", ".join(sorted(required - value.keys()))
-            raise BadReply(f"a {kind.__name__} without its field {missing}")
+            raise BadReply(f"{kind.__name__} without its field {missing}")
         if not readers:
             readers.update((name, _reader(hints[name])) for name in fields)
         return kind(**{k: readers[k](v, depth + 1) for k, v in value.items()})
