@@ -152,12 +152,6 @@ class Worker:
                 self.read_output()
         except (BrokenPipeError, EOFError, OSError):
             self.died()
-        except Exception as e:  # a frame that does not decode, or is not a reply
-            self._unreadable(e)
-
-    def _unreadable(self, error: Exception) -> None:
-        self.kill()
-        self._lose(f"the engine process sent a reply gradcheck cannot read ({error})")
 
     def write(self) -> None:
         while self.pending:
@@ -168,7 +162,12 @@ class Worker:
 
     def read_replies(self) -> None:
         while self.reply is Receiver.NOTHING:
-            message = self.receiver.read()
+            try:
+                message = self.receiver.read()
+            except ValueError as e:  # a frame that is no reply (`BadFrame`, `BadReply`)
+                self.kill()
+                self._lose(f"the engine process sent a reply gradcheck cannot read ({e})")
+                return
             if message is Receiver.NOTHING:
                 return
             if isinstance(message, Ready):
@@ -205,12 +204,8 @@ class Worker:
     def died(self) -> None:
         if self.done():
             return
-        try:
+        with contextlib.suppress(OSError, EOFError):
             self.read_replies()  # a reply written just before exiting still counts
-        except (OSError, EOFError):
-            pass
-        except Exception as e:
-            self._unreadable(e)
         if self.done():
             return
         try:  # its pipe closed: it is exiting, or it closed the pipe and lives on
