@@ -65,6 +65,7 @@ class FuzzRun:
     search: SearchResult
     bugs: list[FoundBug]
     engine_origin: str | None = None  # where the engine was set, as `RunResult.engine_origin`
+    config: str | None = None  # the config file read, as `RunResult.config`
 
     @property
     def exit_code(self) -> int:
@@ -144,6 +145,7 @@ def fuzz_engine(
         search=found,
         bugs=bugs,
         engine_origin=options.engine_origin,
+        config=options.config,
     )
 
 

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..engines.naming import engine_label
+from ..engines.naming import config_label, engine_label
 from ..report import render_case, to_dict
 from ..report.text import written_whole
 from ..results import RunResult
@@ -43,7 +43,7 @@ def _render_fuzz(run: FuzzRun, console: Console, quiet: bool) -> None:
             Text(
                 f"gradcheck fuzz: {engine_label(run.engine, run.engine_origin)}, "
                 f"reference {run.reference}, "
-                f"seed {run.seed}, ops {ops}",
+                f"seed {run.seed}, {config_label(run.config)}, ops {ops}",
                 style="dim",
             )
         )
@@ -139,6 +139,7 @@ def fuzz_to_dict(run: FuzzRun, *, tool_version: str) -> dict[str, Any]:
         "command": "fuzz",
         "engine": run.engine,
         "engine_origin": run.engine_origin,  # as `gradcheck run`'s report has it
+        "config": run.config,
         "reference": run.reference,
         "seed": run.seed,
         "ops": list(run.ops),

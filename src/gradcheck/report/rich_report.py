@@ -20,7 +20,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..engines.naming import engine_label
+from ..engines.naming import config_label, engine_label
 from ..results import CaseResult, Hint, RunResult
 from .rich_arrays import comparisons
 from .rich_status import (
@@ -72,9 +72,8 @@ def render(
 
 def _render(run: RunResult, console: Console, verbose: bool, quiet: bool, problems: bool) -> None:
     if not quiet:
-        header = (
-            f"gradcheck: {engine_label(run.engine, run.engine_origin)}, reference {run.reference}"
-        )
+        engine = engine_label(run.engine, run.engine_origin)
+        header = f"gradcheck: {engine}, reference {run.reference}, {config_label(run.config)}"
         console.print(plain(header, style="dim"))
     for case in run.cases:
         if (quiet and case.passed) or (not problems and case.status == "invalid"):

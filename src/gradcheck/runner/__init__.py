@@ -125,6 +125,7 @@ def run(
         nothing_found=collected.nothing_found if collected is not None else None,
         startup_s=startup[1] - startup[0] if startup else 0.0,
         engine_origin=options.engine_origin,
+        config=options.config,
     )
     return diagnose_run(ran, causes=bool(options.diagnose))
 

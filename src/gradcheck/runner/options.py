@@ -34,6 +34,7 @@ class RunOptions:
     # Where the engine was set ("--engine", "pyproject.toml", "default"; `config.Settings`),
     # for the report and for the engine's errors; None: not said.
     engine_origin: str | None = None
+    config: str | None = None  # the config file the settings came from, for the report
 
 
 DEFAULT_OPTIONS = RunOptions()
