@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..cases.model import Case
+from ..engines.driver import describe
 from ..ops.broadcast import fmt_shape
 from ..ops.reductions import reduced_size
 from ..results import CaseResult, Hint, RunResult
@@ -51,7 +52,7 @@ def diagnose(evidence: Evidence) -> list[str]:
         try:
             return fn()
         except Exception as e:  # a diagnosis bug must not hide the failure itself
-            notes.append(f"diagnosis step {step!r} failed ({type(e).__name__}: {e})")
+            notes.append(f"diagnosis step {step!r} failed ({describe(e)})")
             return []
 
     result = evidence.result
