@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..errors import UsageError
+from ..errors import CaseFileError, UsageError
 from .common import app
 
 CASE_NAME = "check"  # random inputs and cotangents are seeded from it, as in the API
@@ -92,7 +92,7 @@ class _Given:
 
 def _inputs(specs: list[str]) -> dict[str, Any]:
     """`-i NAME=SPEC` options as a case file's `inputs:` mapping."""
-    import yaml
+    from ..cases.reading import check_read, read_yaml
 
     inputs: dict[str, Any] = {}
     for spec in specs:
@@ -115,8 +115,10 @@ def _inputs(specs: list[str]) -> dict[str, Any]:
                 random["init"] = sizes[1]
             inputs[name] = random
             continue
-        try:
-            inputs[name] = yaml.safe_load(value)
-        except yaml.YAMLError as e:
-            raise typer.BadParameter(f"{spec!r}: not a literal ({e})", param_hint="-i") from None
+        try:  # the case files' bounded reader: no alias bomb, no deep nesting, plain data
+            inputs[name] = read_yaml(value)
+            check_read(inputs[name])
+        except CaseFileError as e:
+            shown = spec if len(spec) <= 60 else spec[:60] + "..."
+            raise typer.BadParameter(f"{shown!r}: not a literal ({e})", param_hint="-i") from None
     return inputs

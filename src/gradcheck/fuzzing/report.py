@@ -53,7 +53,10 @@ def _render_fuzz(run: FuzzRun, console: Console, quiet: bool) -> None:
         if bug.path:
             console.print(Text.assemble(("case file ", "dim"), (str(bug.path), "bold")))
         else:  # a YAML file to copy: rich must not fold its lines
-            console.print(Text("case file (not written: --out DIR writes it):", "dim"))
+            why = f"{bug.unwritten}" if bug.unwritten else "--out DIR writes it"
+            console.print(
+                Text(f"case file (not written: {why}):", "red" if bug.unwritten else "dim")
+            )
             console.print(Text(bug.text.rstrip("\n")), soft_wrap=True)
         console.print(
             Text(
@@ -159,6 +162,7 @@ def fuzz_to_dict(run: FuzzRun, *, tool_version: str) -> dict[str, Any]:
                 "hint": bug.key[0],
                 "op": bug.key[1],
                 "file": str(bug.path) if bug.path else None,
+                "unwritten": bug.unwritten,  # why --out could not take it
                 "reproduced": bug.reproduced,
                 "after_examples": bug.finding.after_examples,
                 "after_s": round(bug.finding.after_s, 3),

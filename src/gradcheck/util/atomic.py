@@ -7,12 +7,13 @@ one left by a killed process is swept by a later write once it is `STALE_S` old.
 
 `write_report` (``--output``): follows symlinks and writes what they point to; a target
 that is not a regular file (a device such as /dev/null, a FIFO, /dev/stdout) is opened
-and written, never replaced by a file of its own.
+and written, never replaced by a file of its own; a FIFO nobody reads is refused.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
@@ -73,7 +74,16 @@ def write_report(path: str | os.PathLike[str], data: str | bytes) -> None:
     special = os.path.abspath(path).startswith(_SPECIAL) or real.startswith(_SPECIAL)
     if special or (mode is not None and not stat.S_ISREG(mode)):
         # Append, not truncate: /dev/stdout may be the file a shell redirected stdout to.
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOCTTY", 0))
+        # Opened without blocking: a FIFO no process reads is refused at once (ENXIO),
+        # where a blocking open would wait forever, deaf to SIGINT and SIGTERM.
+        flags = os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOCTTY", 0)
+        try:
+            fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
+        except OSError as e:
+            if e.errno == errno.ENXIO and mode is not None and stat.S_ISFIFO(mode):
+                raise OSError(e.errno, "a FIFO that no process is reading") from None
+            raise
+        os.set_blocking(fd, True)  # opened: written at the reader's pace
         with os.fdopen(fd, "wb") as f:
             f.write(raw)
         return
