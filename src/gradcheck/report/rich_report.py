@@ -169,6 +169,9 @@ def _case_renderables(
         for result in case.inputs:  # passed under a declared convention: say which
             for hint in result.hints:
                 yield indented(Text(f"{hint.code}: {hint.message}", style="dim"))
+        for part in case.message.split("; "):  # a pass too loose to mean much: say so
+            if part.startswith("warning: "):
+                yield indented(_user_text(part, "yellow"))
         if verbose:
             yield from map(indented, comparisons(case, True, body))
             yield from _captured(case, verbose, body)
