@@ -194,7 +194,7 @@ def _forward_hint(diff: float | None, case: Case) -> Hint:
         "forward-mismatch",
         f"the forward values already differ (max abs diff {diff})",
         "fix the forward pass first: derivatives of a wrong value cannot match; compare "
-        "`value(node)` with TensorFlow's op by op (the nodes checked alone say which)",
+        "`value(node)` with the reference's op by op (the nodes checked alone say which)",
         "exact",
         node=case.expression.output.text,
     )

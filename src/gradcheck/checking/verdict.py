@@ -168,7 +168,7 @@ def expect_problems(case: Case, reference: EngineRun) -> list[str]:
         check = compare(pinned, reference.grads[name], case.tolerance)
         if not check.passed:
             problems.append(
-                f"TensorFlow's gradient for {name} no longer matches the pinned `expect` "
+                f"the reference's gradient for {name} no longer matches the pinned `expect` "
                 f"(max abs diff {check.max_abs_diff})"
             )
     return problems
