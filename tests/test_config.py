@@ -144,14 +144,14 @@ def test_the_header_says_where_the_engine_came_from(project: Path) -> None:
         return " ".join(result.stdout.split())  # the header leads, however wrapped
 
     assert header().startswith("gradcheck: engine configured (from ../pyproject.toml),")
-    assert "float64), config ../pyproject.toml " in header()  # which config file was read
+    assert " gradcheck: config ../pyproject.toml " in header()  # which config file was read
     assert header("-e", "../given.py").startswith("gradcheck: engine given (from --engine),")
     (project / "pyproject.toml").write_text('[tool.gradcheck]\npaths = ["checks"]\n')
     assert header().startswith("gradcheck: engine builtin (default),")
     (project / "pyproject.toml").write_text('[project]\nname = "none"\n')
     (project / "sub" / "cases").mkdir()
     (project / "sub" / "cases" / "c.yaml").write_text(CASES)
-    assert ", no config file " in header()
+    assert " gradcheck: no config file " in header()
 
 
 def test_no_cache_in_the_config_file_is_honoured_and_explained(project: Path) -> None:

@@ -73,8 +73,8 @@ def render(
 def _render(run: RunResult, console: Console, verbose: bool, quiet: bool, problems: bool) -> None:
     if not quiet:
         engine = engine_label(run.engine, run.engine_origin)
-        header = f"gradcheck: {engine}, reference {run.reference}, {config_label(run.config)}"
-        console.print(plain(header, style="dim"))
+        console.print(plain(f"gradcheck: {engine}, reference {run.reference}", style="dim"))
+        console.print(plain(f"gradcheck: {config_label(run.config)}", style="dim"))
     for case in run.cases:
         if (quiet and case.passed) or (not problems and case.status == "invalid"):
             continue
