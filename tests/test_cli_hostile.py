@@ -6,6 +6,7 @@ take, the finding printed instead), never a traceback, a RecursionError or a han
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from gradcheck.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED_ENGINE = str(ROOT / "examples" / "seed_engine.py")
+MUL_SELF = f"{ROOT / 'tests' / 'corpus' / 'tape_bugs.py'}:MulSelf"  # one bug: x * x
 ENV = {"COLUMNS": "200", "NO_COLOR": "1"}
 CASES = """\
 cases:
@@ -115,14 +117,15 @@ def test_fuzz_out_that_is_no_folder_is_refused_before_the_search(tmp_path: Path,
 
 def test_a_finding_the_out_folder_cannot_take_is_printed_instead(tmp_path: Path) -> None:
     found = tmp_path / "found"
-    (found / "fault-matmul.full-transpose.yaml").mkdir(parents=True)  # its place is taken
+    (found / "fault-mul.self.yaml").mkdir(parents=True)  # its place is taken
     result = invoke(
-        "fuzz", "--engine", SEED_ENGINE, "--seed", "2", "--max-examples", "100", "--out", "found"
-    )
+        "fuzz", "--engine", MUL_SELF, "--ops", "mul,add", "--seed", "3", "--max-examples", "80",
+        "--out", "found",
+    )  # fmt: skip
     assert result.exit_code == 1, result.output  # the bug, still found and reported
     text = " ".join(result.stdout.split())
     assert "case file (not written: --out found:" in text
-    assert "fault:matmul.full-transpose" in text and "cases:" in result.stdout
+    assert "fault:mul.self" in text and "- name: fault-mul.self" in result.stdout
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX only")
@@ -152,3 +155,33 @@ def test_output_to_a_fifo_with_a_reader_is_written(tmp_path: Path) -> None:
     finally:
         reader.kill()
     assert '"status": "passed"' in read
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX only")
+def test_a_signal_stops_writing_to_a_fifo_whose_reader_never_reads(tmp_path: Path) -> None:
+    """The report is bigger than a pipe holds, and its reader never reads: SIGTERM must
+    still end the run (it waited until the reader left, whatever signals came)."""
+    many = "".join(
+        f"  - name: c{i}\n    expr: sum(x * x)\n    inputs: {{x: [1.0, 2.0]}}\n" for i in range(600)
+    )
+    (tmp_path / "many.yaml").write_text("cases:\n" + many)
+    os.mkfifo(tmp_path / "pipe.json")
+    reader = os.open(tmp_path / "pipe.json", os.O_RDONLY | os.O_NONBLOCK)  # never read
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gradcheck", "run", "many.yaml", *NUMERIC, "-o", "pipe.json"],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert process.stdout is not None
+        for line in process.stdout:  # the terminal report is printed before the file's
+            if "600 passed in" in line:
+                break
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    finally:
+        os.close(reader)
+    assert process.returncode == 143, err
+    assert "pipe.json: stopped by SIGTERM, not all written" in err

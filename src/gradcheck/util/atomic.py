@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import select
 import stat
 import tempfile
 import time
@@ -83,8 +84,30 @@ def write_report(path: str | os.PathLike[str], data: str | bytes) -> None:
             if e.errno == errno.ENXIO and mode is not None and stat.S_ISFIFO(mode):
                 raise OSError(e.errno, "a FIFO that no process is reading") from None
             raise
-        os.set_blocking(fd, True)  # opened: written at the reader's pace
-        with os.fdopen(fd, "wb") as f:
-            f.write(raw)
+        try:
+            _write_paced(fd, raw)
+        finally:
+            os.close(fd)
         return
     write_atomic(real, raw)
+
+
+WAIT_S = 0.25  # between looks for a signal while a reader is slow to read
+
+
+def _write_paced(fd: int, raw: bytes) -> None:
+    """All of `raw` into the non-blocking `fd`, at its reader's pace; a SIGINT or SIGTERM
+    (remembered, not raised, while reports are written) stops it within `WAIT_S`: a
+    reader that never reads would otherwise hold the run forever."""
+    from .interrupts import received
+
+    view = memoryview(raw)
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+            continue
+        except BlockingIOError:
+            pass
+        select.select([], [fd], [], WAIT_S)
+        if received() is not None:
+            raise InterruptedError(errno.EINTR, f"stopped by {received()}, not all written")
