@@ -70,12 +70,20 @@ def run_json(*args: str) -> dict:
 # --- finding the file, reading it ----------------------------------------------------
 
 
-def test_the_nearest_file_with_a_gradcheck_table_wins(tmp_path: Path) -> None:
+def test_the_nearest_file_with_a_gradcheck_table_wins_up_to_the_project_root(
+    tmp_path: Path,
+) -> None:
+    """As pytest's rootdir: the search stops at the first folder with a pyproject.toml,
+    gradcheck.toml, setup.cfg or .git (issue 22: a parent folder's file once won over a
+    project whose pyproject.toml has no table, and its ops files ran)."""
     (tmp_path / "pyproject.toml").write_text('[tool.gradcheck]\nengine = "outer.py"\n')
     inner = tmp_path / "a" / "b"
     inner.mkdir(parents=True)
-    (tmp_path / "a" / "pyproject.toml").write_text('[project]\nname = "no table here"\n')
-    assert resolve(config_layer(inner)).engine == str(tmp_path / "outer.py")
+    assert resolve(config_layer(inner)).engine == str(tmp_path / "outer.py")  # no root between
+    for marker in ("pyproject.toml", "setup.cfg", ".git"):
+        (tmp_path / "a" / marker).write_text('[project]\nname = "no table here"\n')
+        assert config_layer(inner) is None, marker
+        (tmp_path / "a" / marker).unlink()
     (tmp_path / "a" / "gradcheck.toml").write_text('engine = "builtin"\n')
     assert resolve(config_layer(inner)).engine == "builtin"
     (inner / "pyproject.toml").write_text('[tool.gradcheck]\nreference = "both"\n')
@@ -134,12 +142,17 @@ def test_the_header_says_where_the_engine_came_from(project: Path) -> None:
     def header(*args: str) -> str:
         result = CliRunner().invoke(app, ["run", *args])
         assert result.exit_code == 0, result.output
-        return result.stdout.splitlines()[0]
+        return " ".join(result.stdout.split())  # the header leads, however wrapped
 
     assert header().startswith("gradcheck: engine configured (from ../pyproject.toml),")
+    assert " gradcheck: config ../pyproject.toml " in header()  # which config file was read
     assert header("-e", "../given.py").startswith("gradcheck: engine given (from --engine),")
     (project / "pyproject.toml").write_text('[tool.gradcheck]\npaths = ["checks"]\n')
     assert header().startswith("gradcheck: engine builtin (default),")
+    (project / "pyproject.toml").write_text('[project]\nname = "none"\n')
+    (project / "sub" / "cases").mkdir()
+    (project / "sub" / "cases" / "c.yaml").write_text(CASES)
+    assert " gradcheck: no config file " in header()
 
 
 def test_no_cache_in_the_config_file_is_honoured_and_explained(project: Path) -> None:
@@ -269,8 +282,9 @@ def test_plugin_reads_the_config_file_and_its_options_win(
 ) -> None:
     run = plugin_project.runpytest_subprocess("--gradcheck", "-p", "no:cacheprovider")
     run.assert_outcomes(passed=1)
-    assert header_of(run).startswith(
-        "gradcheck: engine engines/configured.py (from pyproject.toml), case files under checks"
+    assert header_of(run) == (
+        "gradcheck: engine engines/configured.py (from pyproject.toml), case files under checks,"
+        " config pyproject.toml"
     )
     run = plugin_project.runpytest_subprocess(
         "--gradcheck", "--gradcheck-engine", "given.py", "-p", "no:cacheprovider"

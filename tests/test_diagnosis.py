@@ -346,7 +346,7 @@ def test_forward_mismatch_of_shape_names_both_shapes(tmp_path):
     hint = check(case, ForwardKeepsAnAxis).hints[0]
     assert hint.code == "forward-mismatch"
     shape = case.expression.output.shape
-    assert f"shape {fmt_shape((1, *shape))} where TensorFlow's is {fmt_shape(shape)}" in (
+    assert f"shape {fmt_shape((1, *shape))} where the reference's is {fmt_shape(shape)}" in (
         hint.message
     ), hint.message
 

@@ -438,3 +438,36 @@ def test_the_shipped_suite_runs_without_tensorflow(tmp_path: Path) -> None:
     (case,) = json.loads(without.stdout)["cases"]
     assert case["status"] == "error"
     assert "install gradcheck[tensorflow], or use --reference numeric" in case["message"]
+
+
+class ForwardOffByOne(BuiltinEngine):
+    def value(self, node):
+        return super().value(node) + 1.0
+
+
+def test_under_the_numeric_reference_no_message_speaks_of_tensorflow(tmp_path):
+    """Issue 22: the forward-mismatch hint and `expect`'s problem once named TensorFlow's
+    op and gradient when no TensorFlow was involved."""
+    cases = load(
+        tmp_path,
+        """\
+        cases:
+          - name: forward
+            expr: x * y + y
+            inputs: {x: [1.0, 2.0], y: [3.0, 4.0]}
+          - name: pinned
+            expr: sum(x * x)
+            inputs: {x: [1.0, 2.0]}
+            expect: {x: [5.0, 5.0]}
+        """,
+    )
+    options = RunOptions(reference="numeric", isolate="none")
+    report = to_dict(run(cases, ForwardOffByOne, options), tool_version="t")
+    forward, pinned = report["cases"]
+    assert forward["hints"][0]["code"] == "forward-mismatch"
+    assert "`value(node)` with the reference's op by op" in forward["hints"][0]["fix"]
+    assert (
+        "the reference's gradient for x no longer matches the pinned `expect`"
+        in (pinned["message"])
+    )
+    assert "TensorFlow" not in json.dumps(report["cases"])

@@ -4,7 +4,9 @@ plugin's options and ini file. One `Settings` for all three, so they cannot drif
 
 The config file is found from the working directory upward: the first folder with a
 ``gradcheck.toml`` (its keys at the top level) or a ``pyproject.toml`` that has a
-``[tool.gradcheck]`` table (in one folder, ``gradcheck.toml`` wins)::
+``[tool.gradcheck]`` table (in one folder, ``gradcheck.toml`` wins), up to the project's
+root (`ROOT_MARKERS`). A config file naming an engine or ops file runs that code, as
+``conftest.py`` does; its other values are untrusted data::
 
     [tool.gradcheck]
     paths = ["cases"]                  # what `gradcheck run` reads with no paths
@@ -28,6 +30,8 @@ Importing this module imports nothing heavy: the command line reads it before an
 from __future__ import annotations
 
 import os
+import reprlib
+import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -38,6 +42,10 @@ from .errors import UsageError
 from .util.limits import MAX_ELEMENTS, STALE_CHECK_LIMIT, THREADS, TIMEOUT, is_thread_budget
 
 CONFIG_FILES = ("gradcheck.toml", "pyproject.toml")
+# What makes a folder a project's root, where the search for a config file stops (as
+# pytest's rootdir: https://docs.pytest.org/en/stable/reference/customize.html).
+ROOT_MARKERS = ("pyproject.toml", "gradcheck.toml", "setup.cfg", ".git")
+MAX_CONFIG_BYTES = 1 << 20
 REFERENCES = ("tensorflow", "numeric", "both")
 
 
@@ -57,6 +65,7 @@ class Settings:
     threads: str = THREADS  # while the engine's worker and TensorFlow both run (`runner.threads`)
     # Where each value not the default came from, for reports: "pyproject.toml", "--engine".
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
+    config: str | None = field(default=None, compare=False)  # the config file read, if any
 
     def source(self, key: str) -> str:
         return self.sources.get(key, DEFAULT)
@@ -79,6 +88,7 @@ class Settings:
             threads=self.threads,
             **{
                 "engine_origin": self.source("engine"),
+                "config": self.config,
                 **options,
                 "isolate": options.get("isolate") or default_isolation(engine),
             },
@@ -101,7 +111,7 @@ def reference_cache(directory: str | os.PathLike[str] | None, *, read_only: bool
     return ReferenceCache(Path(os.path.abspath(directory)), read_only=read_only)
 
 
-KEYS = tuple(f.name for f in fields(Settings) if f.name != "sources")
+KEYS = tuple(f.name for f in fields(Settings) if f.name not in ("sources", "config"))
 
 
 @dataclass(frozen=True)
@@ -113,6 +123,7 @@ class Layer:
     values: Mapping[str, Any]
     source: Callable[[str], str]
     base: Path | None = None
+    file: str | None = None  # the config file these values were read from, as shown
 
 
 def resolve(*layers: Layer | None) -> Settings:
@@ -128,7 +139,8 @@ def resolve(*layers: Layer | None) -> Settings:
             values[key] = _checked(key, raw, layer)
             sources[key] = layer.source(key)
     sources = {key: source for key, source in sources.items() if source != DEFAULT}
-    return replace(DEFAULTS, **values, sources=sources)
+    config = next((layer.file for layer in layers if layer is not None and layer.file), None)
+    return replace(DEFAULTS, **values, sources=sources, config=config)
 
 
 def settings(given: Mapping[str, Any], label: Callable[[str], str]) -> Settings:
@@ -154,7 +166,9 @@ def option_name(key: str) -> str:
 
 
 def config_layer(start: Path | None = None) -> Layer | None:
-    """The nearest config file's values, from `start` (the working directory) upward."""
+    """The nearest config file's values, from `start` (the working directory) upward to
+    the project's root: as pytest's rootdir, the first folder with a `ROOT_MARKERS` entry
+    (a config file in a folder above the project is no part of it, and may run code)."""
     folder = Path(os.path.abspath(start or os.getcwd()))
     for here in (folder, *folder.parents):
         for name in CONFIG_FILES:
@@ -162,33 +176,69 @@ def config_layer(start: Path | None = None) -> Layer | None:
             values = _read(path)
             if values is not None:
                 shown = os.path.relpath(path)  # `../pyproject.toml` in reports
-                return Layer(values, lambda key, shown=shown: shown, base=here)
+                return Layer(values, lambda key, shown=shown: shown, base=here, file=shown)
+        if any(os.path.lexists(here / marker) for marker in ROOT_MARKERS):
+            return None
     return None
 
 
 def _read(path: Path) -> dict[str, Any] | None:
     """The gradcheck table of `path`, or None when there is none (or no such file)."""
-    try:
-        data = path.read_bytes()
-    except OSError:
+    text = _text(path)
+    if text is None:
         return None
-    if path.name == "pyproject.toml" and b"tool.gradcheck" not in data.replace(b" ", b""):
-        return None  # most pyproject.toml files: not even parsed
     try:
         import tomllib
     except ImportError:  # Python 3.10
         import tomli as tomllib  # type: ignore[no-redef]
     try:
-        table = tomllib.loads(data.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as e:
+        table: Any = tomllib.loads(text)
+    except ValueError as e:
         raise UsageError(f"{_shown(path)}: not a valid TOML file: {e}") from None
+    except RecursionError:  # tomllib recurses once per level of nested arrays and tables
+        raise UsageError(f"{_shown(path)}: not a TOML file gradcheck reads: too deep") from None
     if path.name == "pyproject.toml":
-        table = table.get("tool", {}).get("gradcheck")
+        tool = table.get("tool", {})
+        if not isinstance(tool, dict):
+            raise UsageError(f"{_shown(path)}: 'tool' must be a table, not {_brief(tool)}")
+        table = tool.get("gradcheck")
         if table is None:
             return None
     if not isinstance(table, dict):
-        raise UsageError(f"{_shown(path)}: [tool.gradcheck] must be a table")
+        raise UsageError(f"{_shown(path)}: [tool.gradcheck] must be a table, not {_brief(table)}")
     return table
+
+
+def _text(path: Path) -> str | None:
+    """`path`'s text, None when there is no such file; a FIFO, device or folder is refused
+    (opened without blocking, so a FIFO never waits for a writer), as is a file over
+    `MAX_CONFIG_BYTES`: a config file is small, and a value read from it is untrusted."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        if not os.path.lexists(path) or isinstance(e, NotADirectoryError):
+            return None
+        raise UsageError(f"{_shown(path)}: cannot be read: {e.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UsageError(f"{_shown(path)}: not a regular file, not read")
+    with os.fdopen(fd, "rb") as file:
+        data = file.read(MAX_CONFIG_BYTES + 1)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise UsageError(f"{_shown(path)}: over {MAX_CONFIG_BYTES:,} bytes, not read")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{_shown(path)}: not a valid TOML file: not UTF-8 ({e.reason})") from None
+
+
+def _brief(value: Any) -> str:
+    """A value for a message: its repr, cut short (a config's value may be huge)."""
+    shown = reprlib.Repr()  # its limits are attributes before Python 3.12
+    shown.maxlevel, shown.maxstring, shown.maxother = 3, 60, 60
+    return shown.repr(value)
 
 
 def _checked(key: str, raw: Any, layer: Layer) -> Any:
@@ -199,7 +249,7 @@ def _checked(key: str, raw: Any, layer: Layer) -> Any:
 
     def need(ok: bool, what: str) -> None:
         if not ok:
-            raise UsageError(f"{where} must be {what}, not {raw!r}")
+            raise UsageError(f"{where} must be {what}, not {_brief(raw)}")
 
     number = isinstance(raw, (int, float)) and not isinstance(raw, bool)
     if key in ("paths", "ops"):

@@ -237,6 +237,7 @@ class RunResult:
     ops: dict[str, OpRecord] = field(default_factory=dict)
     interrupted: str | None = None  # the signal that stopped the run ("SIGINT", "SIGTERM")
     engine_origin: str | None = None  # where it was set: "--engine", "pyproject.toml", "default"
+    config: str | None = None  # the config file read ("../pyproject.toml"); None: none
     fail_fast: bool = False  # -x stopped the run at a failure: the cases after it are `not run`
     deselected: int = 0  # cases -k left out
     nothing_found: str | None = None  # why no case was selected or found, when none was

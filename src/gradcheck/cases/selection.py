@@ -17,6 +17,7 @@ from ..errors import UsageError
 Predicate = Callable[[list[str]], bool]  # the case's name and tags, lowercased
 OPERATORS = ("and", "or", "not")
 _TOKEN = re.compile(r"\(|\)|[^\s()]+")
+MAX_DEPTH = 100  # parentheses and `not`s nested: the parser recurses once per level
 
 
 def matches(expression: str, name: str, tags: Iterable[str] = ()) -> bool:
@@ -36,6 +37,7 @@ class _Parser:
         self.expression = expression
         self.tokens = _TOKEN.findall(expression)
         self.at = 0
+        self.depth = 0
 
     def parse(self) -> Predicate:
         if not self.tokens:
@@ -59,10 +61,16 @@ class _Parser:
         return terms[0] if len(terms) == 1 else lambda words: all(t(words) for t in terms)
 
     def _not(self) -> Predicate:
-        if self._take("not"):
-            inner = self._not()
-            return lambda words: not inner(words)
-        return self._word()
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            self._fail(f"it nests parentheses or `not` over {MAX_DEPTH} deep")
+        try:
+            if self._take("not"):
+                inner = self._not()
+                return lambda words: not inner(words)
+            return self._word()
+        finally:
+            self.depth -= 1
 
     def _word(self) -> Predicate:
         before = self.tokens[self.at - 1] if self.at else None
@@ -88,4 +96,5 @@ class _Parser:
         return False
 
     def _fail(self, why: str) -> None:
-        raise UsageError(f"-k {self.expression!r} is not a selection expression: {why}")
+        shown = self.expression if len(self.expression) <= 80 else self.expression[:80] + "..."
+        raise UsageError(f"-k {shown!r} is not a selection expression: {why}")

@@ -33,7 +33,7 @@ from ..cases.dtypes import LOW_PRECISION
 from ..cases.model import MODES, ORDERS, Case
 from ..comparison.compare import compare
 from ..comparison.trust import judged_part, tolerance
-from ..engines.driver import EngineRun
+from ..engines.driver import EngineRun, describe
 from ..engines.protocol import EngineFactory
 from ..results import CaseResult, Consistency, Hint, InputResult
 
@@ -194,7 +194,7 @@ def _forward_hint(diff: float | None, case: Case) -> Hint:
         "forward-mismatch",
         f"the forward values already differ (max abs diff {diff})",
         "fix the forward pass first: derivatives of a wrong value cannot match; compare "
-        "`value(node)` with TensorFlow's op by op (the nodes checked alone say which)",
+        "`value(node)` with the reference's op by op (the nodes checked alone say which)",
         "exact",
         node=case.expression.output.text,
     )
@@ -219,6 +219,6 @@ def diagnose_mode(
     try:
         hints = diagnose(evidence)
     except Exception as e:  # a diagnosis bug must not hide the failure itself
-        return [f"diagnosis of {CHECKS[check]} failed ({type(e).__name__}: {e})"]
+        return [f"diagnosis of {CHECKS[check]} failed ({describe(e)})"]
     result.hints += hints
     return []

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from ..cases.model import Case
+import numpy as np
+
+from ..cases.model import Case, Tolerance
 from ..comparison.compare import compare
 from ..comparison.trust import judged_part, nothing_judged, tolerance
 from ..diagnosis.mechanisms.conventions import (
@@ -95,8 +97,32 @@ def verdict(
         result.status = "skipped"  # the reference could judge no gradient element at all
     passed_by_conventions = not failed and any(item.hints for item in result.inputs)
     conventions = ["passed under the engine's declared conventions"] * passed_by_conventions
-    result.message = "; ".join([*reference.notes, *got.notes, *notes, *conventions])
+    loose = loose_tolerance(case.tolerance, reference)
+    result.message = "; ".join([*reference.notes, *got.notes, *notes, *conventions, *loose])
     return reference, stale
+
+
+LOOSE_RTOL = 0.5  # beyond it, a gradient off by half (or twice too small) passes
+
+
+def loose_tolerance(tol: Tolerance, reference: EngineRun) -> list[str]:
+    """A warning for a tolerance too wide to judge anything: `rtol` over `LOOSE_RTOL`, or
+    an `atol` larger than every value of the reference (the gradients' scale)."""
+    said = []
+    if tol.rtol > LOOSE_RTOL:
+        said.append(
+            f"warning: rtol {tol.rtol:g} is over {LOOSE_RTOL:g}: a gradient off by half "
+            "still passes"
+        )
+    values = [np.asarray(v, np.float64) for v in (reference.forward, *reference.grads.values())]
+    finite = [np.abs(v[np.isfinite(v)]) for v in values if v.size]
+    scale = max((float(v.max()) for v in finite if v.size), default=0.0)
+    if scale > 0 and tol.atol > scale:
+        said.append(
+            f"warning: atol {tol.atol:g} is larger than every reference value (at most "
+            f"{scale:.3g}): any answer that close passes, however wrong"
+        )
+    return said
 
 
 def _compare_all(
@@ -142,7 +168,7 @@ def expect_problems(case: Case, reference: EngineRun) -> list[str]:
         check = compare(pinned, reference.grads[name], case.tolerance)
         if not check.passed:
             problems.append(
-                f"TensorFlow's gradient for {name} no longer matches the pinned `expect` "
+                f"the reference's gradient for {name} no longer matches the pinned `expect` "
                 f"(max abs diff {check.max_abs_diff})"
             )
     return problems

@@ -23,7 +23,7 @@ from typing import Annotated, Any
 import typer
 
 from ..cases.dtypes import INTEGER_DTYPES
-from ..errors import UsageError
+from ..errors import CaseFileError, UsageError
 from .common import app
 
 CASE_NAME = "check"  # random inputs and cotangents are seeded from it, as in the API
@@ -94,21 +94,25 @@ class _Given:
 
 
 def _integers(spec: str, numbers: str) -> Any:
-    """An integer input's numbers: `0,2,2` (a list), `3` (a scalar) or a YAML literal."""
-    import yaml
+    """An integer input's numbers: `0,2,2` (a list), `3` (a scalar) or a YAML literal,
+    read by the case files' bounded reader as every `-i` literal is."""
+    from ..cases.reading import check_read, read_yaml
 
     text = numbers.strip()
     try:
-        return yaml.safe_load(text if text.startswith("[") or "," not in text else f"[{text}]")
-    except yaml.YAMLError as e:
+        value = read_yaml(text if text.startswith("[") or "," not in text else f"[{text}]")
+        check_read(value)
+    except CaseFileError as e:
+        shown = spec if len(spec) <= 60 else spec[:60] + "..."
         raise typer.BadParameter(
-            f"{spec!r}: not a list of integers ({e})", param_hint="-i"
+            f"{shown!r}: not a list of integers ({e})", param_hint="-i"
         ) from None
+    return value
 
 
 def _inputs(specs: list[str]) -> dict[str, Any]:
     """`-i NAME=SPEC` options as a case file's `inputs:` mapping."""
-    import yaml
+    from ..cases.reading import check_read, read_yaml
 
     inputs: dict[str, Any] = {}
     for spec in specs:
@@ -135,8 +139,10 @@ def _inputs(specs: list[str]) -> dict[str, Any]:
                 random["init"] = sizes[1]
             inputs[name] = random
             continue
-        try:
-            inputs[name] = yaml.safe_load(value)
-        except yaml.YAMLError as e:
-            raise typer.BadParameter(f"{spec!r}: not a literal ({e})", param_hint="-i") from None
+        try:  # the case files' bounded reader: no alias bomb, no deep nesting, plain data
+            inputs[name] = read_yaml(value)
+            check_read(inputs[name])
+        except CaseFileError as e:
+            shown = spec if len(spec) <= 60 else spec[:60] + "..."
+            raise typer.BadParameter(f"{shown!r}: not a literal ({e})", param_hint="-i") from None
     return inputs

@@ -3,6 +3,7 @@
 import contextlib
 import enum
 import json
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +11,7 @@ import typer
 
 from .. import __version__
 from ..config import DEFAULTS
+from ..errors import UsageError
 from .common import (
     EngineOption,
     Reference,
@@ -114,6 +116,8 @@ def fuzz(
     from ..fuzzing import Budget, fuzz_engine
     from ..fuzzing.report import fuzz_to_dict, render_fuzz
 
+    if out is not None:
+        _check_out(out)  # before the search: a finding must not be lost to a bad --out
     names, ops_files = _ops_and_files(ops)
     given = dict(
         engine=engine, ops=ops_files or None, reference=reference.value if reference else None,
@@ -143,6 +147,17 @@ def fuzz(
     else:
         render_fuzz(result, console, quiet=quiet)
     raise typer.Exit(result.exit_code)
+
+
+def _check_out(out: Path) -> None:
+    """`UsageError` unless --out is a folder, or one that can be made, and writable."""
+    there = out
+    while not there.exists() and there != there.parent:
+        there = there.parent
+    if not there.is_dir():
+        raise UsageError(f"--out {out}: {there} is not a folder")
+    if not os.access(there, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {out}: {there} is not writable")
 
 
 @contextlib.contextmanager

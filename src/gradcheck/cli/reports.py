@@ -41,8 +41,9 @@ class Report:
         self.rich_to_stdout = format not in FILE_FORMATS or output is not None
 
     def run(self, collected, engine, options) -> None:
+        from ..results import SIGNAL_EXIT
         from ..runner import run as run_cases
-        from ..util.interrupts import quiet
+        from ..util.interrupts import quiet, received
         from .progress import progress
 
         total = len(collected.items)
@@ -56,8 +57,9 @@ class Report:
             echo_err(f"gradcheck: error: {problem}")
         elif not result.cases and not self.rich_to_stdout:  # the rich summary says why
             echo_err(f"gradcheck: no cases ran: {result.nothing_found}")
-        code = result.exit_code
-        raise typer.Exit(code if result.interrupted or not problem else EXIT_USAGE)
+        stopped = result.interrupted or received()  # a signal while writing counts too
+        code = SIGNAL_EXIT.get(stopped, 1) if stopped else result.exit_code
+        raise typer.Exit(code if stopped or not problem else EXIT_USAGE)
 
     def write(self, result) -> str | None:
         """Every report; what went wrong writing the `--output` one, if anything."""

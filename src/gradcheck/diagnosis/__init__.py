@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..cases.model import Case
+from ..engines.driver import describe
 from ..ops.broadcast import fmt_shape
 from ..ops.reductions import reduced_size
 from ..results import CaseResult, Hint, RunResult
@@ -51,7 +52,7 @@ def diagnose(evidence: Evidence) -> list[str]:
         try:
             return fn()
         except Exception as e:  # a diagnosis bug must not hide the failure itself
-            notes.append(f"diagnosis step {step!r} failed ({type(e).__name__}: {e})")
+            notes.append(f"diagnosis step {step!r} failed ({describe(e)})")
             return []
 
     result = evidence.result
@@ -141,14 +142,14 @@ def _forward_hint(evidence: Evidence) -> Hint:
     differ = (
         f"max abs diff {forward.max_abs_diff:.3g}"
         if forward.max_abs_diff is not None
-        else f"shape {fmt_shape(forward.engine_shape)} where TensorFlow's is "
+        else f"shape {fmt_shape(forward.engine_shape)} where the reference's is "
         f"{fmt_shape(forward.reference_shape)}"
     )
     return Hint(
         "forward-mismatch",
         f"the forward values already differ ({differ})",
         "fix the forward pass first: gradients of a wrong value cannot match; compare "
-        "`value(node)` with TensorFlow's op by op (the nodes checked alone say which)",
+        "`value(node)` with the reference's op by op (the nodes checked alone say which)",
         "exact",
         node=case.expression.output.text,
     )

@@ -8,10 +8,17 @@ differences, with the engine's declared conventions). The script imports the use
 engine, builds the one op through the adapter protocol (SPEC §4) as gradcheck does,
 prints expected against got and exits 1 on a mismatch: it needs NumPy and the engine,
 and gradcheck only for a named stock engine (`torch`, `jax`, ...).
+
+A case file is untrusted and a script is meant to be run: the case's text (its file,
+name, expression) goes into the script only `repr`-quoted, as data, never into a
+docstring or comment; file names keep only safe characters; and nothing is written
+through a symlink or over an existing file (each file is created exclusively): a script
+that cannot be is skipped, with a note saying so.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -28,6 +35,7 @@ from ..results import RunResult
 from .localisation.localise import NodeCheck, check_nodes
 
 FAILING = ("failed", "error")
+STEM_CHARS = 120  # a file name's limit is 255 bytes; the case's name is cut well before
 
 
 def write_repros(
@@ -54,7 +62,14 @@ def write_repros(
         for check in checks:
             stem = _stem(f"{case.name}.{check.node.op.name}", used)
             folder.mkdir(parents=True, exist_ok=True)
-            _write(folder, stem, case, check, engine)
+            try:
+                _write(folder, stem, case, check, engine)
+            except FileExistsError:
+                notes.append(
+                    f"{result.id}: {folder / stem}.py or .npz already exists (or is a link): "
+                    "not overwritten, no script written for it; remove it or choose another folder"
+                )
+                continue
             written.append(folder / f"{stem}.py")
     return written, notes
 
@@ -66,7 +81,8 @@ def _why_none(result) -> str:
 
 
 def _stem(name: str, used: set[str]) -> str:
-    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+    """`name` as a file name: safe characters only, no leading dot, not too long."""
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", name)[-STEM_CHARS:].lstrip(".") or "case"
     candidate, n = stem, 1
     while candidate in used:
         n += 1
@@ -81,8 +97,26 @@ def _write(folder: Path, stem: str, case: Case, check: NodeCheck, engine: str) -
     arrays["cotangent"] = np.asarray(check.cotangent, np.float64)
     arrays["want_value"] = np.asarray(want.forward, np.float64)
     arrays.update({f"want_{n}": np.asarray(g, np.float64) for n, g in want.grads.items()})
-    np.savez(folder / f"{stem}.npz", **arrays)
-    (folder / f"{stem}.py").write_text(_script(stem, case, check, engine))
+    script = _script(stem, case, check, engine).encode()
+    # Both files created exclusively (O_EXCL never follows a link), the data first: the
+    # script that reads it is written only once the data is in place.
+    with _created(folder / f"{stem}.npz") as data, _created(folder / f"{stem}.py") as code:
+        np.savez(data, **arrays)
+        code.write(script)
+
+
+@contextlib.contextmanager
+def _created(path: Path):
+    """`path` as a new file, open for writing; `FileExistsError` if anything is there.
+    Removed again if the writing fails, or fails for the other file of the pair."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            yield file
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
 
 
 def _engine_spec(engine: str) -> str:
@@ -97,7 +131,8 @@ def _engine_spec(engine: str) -> str:
 
 def _call(check: NodeCheck) -> str:
     """The op's call as the driver makes it: arguments in order (a list first for a
-    variadic op), literals through `constant`, attributes as keywords."""
+    variadic op), literals through `constant`, attributes as keywords. It is code, made
+    only of identifiers (the op's name, keywords `ast` parsed) and `repr`-ed values."""
     node = check.node
     args = [
         f"constant(engine, {arg.literal!r})"
@@ -113,6 +148,7 @@ def _call(check: NodeCheck) -> str:
 
 
 def _script(stem: str, case: Case, check: NodeCheck, engine: str) -> str:
+    """The script's text: every piece of the case's text in it through `repr`."""
     names = check.names
     return _TEMPLATE.format(
         where=f"{case.file}:{case.line}::{case.name}",
@@ -126,20 +162,19 @@ def _script(stem: str, case: Case, check: NodeCheck, engine: str) -> str:
         params=", ".join(["engine", *names]),
         call=_call(check),
         names=repr(names),
-        arguments=", ".join(
-            f"a{i} is {arg.text}" + (f" ({arg.integer}, no gradient)" if arg.integer else "")
+        arguments={
+            f"a{i}": arg.text + (f" ({arg.integer}, no gradient)" if arg.integer else "")
             for i, arg in enumerate(check.node.args)
             if not arg.is_literal
-        ),
+        },
     )
 
 
 _TEMPLATE = '''\
-"""gradcheck --repro: {where}, the node {node}, alone.
+"""gradcheck --repro: one failing node of a case (CASE), the node NODE, alone.
 
-Its arguments: {arguments}.
-They hold the values they take in the case, its cotangent is the one
-gradcheck's localisation used, and "expected" is the right answer for this one op.
+Its arguments (ARGUMENTS) hold the values they take in the case, its cotangent is the
+one gradcheck's localisation used, and "expected" is the right answer for this one op.
 Run it (python {stem}.py: exit 1 on a mismatch) or step through it in a REPL.
 """
 
@@ -150,6 +185,9 @@ from pathlib import Path
 
 import numpy as np
 
+CASE = {where!r}  # file:line::name
+NODE = {node!r}  # as the case's expression writes it
+ARGUMENTS = {arguments!r}  # the node's arguments, as the expression writes them
 ENGINE = {engine!r}  # the --engine of the run
 CWD = {cwd!r}  # where the run was started: a module spec is imported from there
 DTYPE, RTOL, ATOL = {dtype!r}, {rtol!r}, {atol!r}  # the case's

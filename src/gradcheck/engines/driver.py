@@ -22,6 +22,7 @@ from .protocol import is_functional
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parents[1]) + os.sep
 TRACEBACK_FRAMES = 4
+ENGINE_TEXT_CHARS = 8_000  # of an exception's text kept: a 50 MB message renders at once
 _NUMPY_FLOATS = (np.float16, np.float32, np.float64)
 _FLOAT_NAMES = ("float16", "bfloat16", "float32", "float64")
 
@@ -229,12 +230,24 @@ def describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {safe_str(error)}"
 
 
-def safe_str(value: object) -> str:
-    """`str(value)`, or a placeholder when an engine's object cannot say what it is."""
+def safe_str(value: object, limit: int = ENGINE_TEXT_CHARS) -> str:
+    """`str(value)` as `engine_text`, or a placeholder when an engine's object cannot say
+    what it is."""
     try:
-        return str(value)
+        return engine_text(str(value), limit)
     except Exception:
         return f"<{type(value).__name__} whose str() raised>"
+
+
+def engine_text(text: str, limit: int = ENGINE_TEXT_CHARS) -> str:
+    """Text an engine made, as gradcheck keeps it: at most about `limit` characters (the
+    head and the tail), lone surrogates as escapes (``\\udcff``: no report could write
+    them as UTF-8)."""
+    if len(text) > limit:
+        half = limit // 2
+        left_out = f"\n[... {len(text) - 2 * half:,} characters not kept ...]\n"
+        text = text[:half] + left_out + text[-half:]
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def traceback_tail(error: BaseException, frames: int = TRACEBACK_FRAMES) -> str:
@@ -248,7 +261,7 @@ def traceback_tail(error: BaseException, frames: int = TRACEBACK_FRAMES) -> str:
     stack = [f for f in stack if "site-packages" not in f.filename] or stack
     lines = traceback.format_list(stack[-frames:])
     lines += traceback.format_exception_only(type(error), error)
-    return "".join(lines).rstrip()
+    return engine_text("".join(lines).rstrip(), 2 * ENGINE_TEXT_CHARS)
 
 
 def as_array(value: Any, what: str) -> np.ndarray:

@@ -10,6 +10,7 @@ from ..errors import UsageError
 from ..ops.conventions import check_declared
 from ..util.modules import import_file, import_module
 from .builtin.engine import BuiltinEngine
+from .driver import engine_text
 from .naming import engine_named, is_file_spec
 from .protocol import EngineFactory, missing_methods
 
@@ -70,11 +71,16 @@ def load_engine(spec: str, named: str | None = None) -> EngineFactory:
     return engine
 
 
+ENGINE_NAME_CHARS = 200
+
+
 def engine_name(factory: EngineFactory) -> str:
+    """The engine's `name` (its class's name else), as reports can show it whatever it is."""
     try:
-        return str(getattr(factory, "name", None) or getattr(factory, "__name__", "engine"))
+        name = str(getattr(factory, "name", None) or getattr(factory, "__name__", "engine"))
     except Exception:  # a `name` that cannot say what it is
         return "engine"
+    return engine_text(name, ENGINE_NAME_CHARS)
 
 
 def engine_spec(factory: EngineFactory) -> str | None:

@@ -17,6 +17,12 @@ def engine_label(engine: str, origin: str | None) -> str:
     return f"engine {engine} {origin_note(origin)}" if origin else f"engine {engine}"
 
 
+def config_label(config: str | None) -> str:
+    """How a header says which config file the settings came from: a config file names
+    code that runs (its engine, its ops files), so every run says which one it read."""
+    return f"config {config}" if config else "no config file"
+
+
 def engine_named(spec: str, source: str) -> str:
     """How a message names the engine `spec` that `source` set: as the option was typed
     (``--engine x.py``), else with where it was set (``engine 'x.py' (from pyproject.toml)``)."""

@@ -50,6 +50,7 @@ class FoundBug:
     path: Path | None  # where it was written, if it was
     result: CaseResult  # the written case checked as `gradcheck run` checks it
     reproduced: bool  # that check fails the same way (same top hint code and op)
+    unwritten: str | None = None  # why --out could not take it (the disk full): printed instead
 
     @property
     def key(self) -> BugKey:
@@ -65,6 +66,7 @@ class FuzzRun:
     search: SearchResult
     bugs: list[FoundBug]
     engine_origin: str | None = None  # where the engine was set, as `RunResult.engine_origin`
+    config: str | None = None  # the config file read, as `RunResult.config`
 
     @property
     def exit_code(self) -> int:
@@ -148,6 +150,7 @@ def fuzz_engine(
         search=found,
         bugs=bugs,
         engine_origin=options.engine_origin,
+        config=options.config,
     )
 
 
@@ -168,16 +171,22 @@ def _found_bug(
     out: Path | None,
     engine_spec: str | None,
 ) -> FoundBug:
-    """Write the finding's case (if `out`) and check it again as it reads from there."""
-    if out is None:
+    """Write the finding's case (if `out`) and check it again as it reads from there; a
+    write that fails keeps the finding, its case file printed instead."""
+    path, unwritten = None, None
+    if out is not None:
+        try:
+            path = write_case_file(finding, out, seed=seed, engine=engine_spec)
+        except OSError as e:
+            unwritten = f"--out {out}: {e.strerror or e}"
+    if path is None:
         shown = f"{case_data(finding)['name']}.yaml"
         text = case_file_text(finding, seed=seed, engine=engine_spec, path=shown)
         case = load_case(case_data(finding), file="<fuzz>", line=FIRST_CASE_LINE)
-        path = None
     else:
-        path = write_case_file(finding, out, seed=seed, engine=engine_spec)
         text = path.read_text(encoding="utf-8")
         (case,) = load_file(path)
     assert isinstance(case, Case), f"a written case does not load: {case}"
     result = check_case(case, factory, options)
-    return FoundBug(finding, text, path, result, bug_key(result, case) == finding.key)
+    reproduced = bug_key(result, case) == finding.key
+    return FoundBug(finding, text, path, result, reproduced, unwritten)

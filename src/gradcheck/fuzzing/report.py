@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..engines.naming import engine_label
+from ..engines.naming import config_label, engine_label
 from ..report import render_case, to_dict
 from ..report.text import written_whole
 from ..results import RunResult
@@ -43,7 +43,7 @@ def _render_fuzz(run: FuzzRun, console: Console, quiet: bool) -> None:
             Text(
                 f"gradcheck fuzz: {engine_label(run.engine, run.engine_origin)}, "
                 f"reference {run.reference}, "
-                f"seed {run.seed}, ops {ops}",
+                f"seed {run.seed}, {config_label(run.config)}, ops {ops}",
                 style="dim",
             )
         )
@@ -53,7 +53,10 @@ def _render_fuzz(run: FuzzRun, console: Console, quiet: bool) -> None:
         if bug.path:
             console.print(Text.assemble(("case file ", "dim"), (str(bug.path), "bold")))
         else:  # a YAML file to copy: rich must not fold its lines
-            console.print(Text("case file (not written: --out DIR writes it):", "dim"))
+            why = f"{bug.unwritten}" if bug.unwritten else "--out DIR writes it"
+            console.print(
+                Text(f"case file (not written: {why}):", "red" if bug.unwritten else "dim")
+            )
             console.print(Text(bug.text.rstrip("\n")), soft_wrap=True)
         console.print(
             Text(
@@ -139,6 +142,7 @@ def fuzz_to_dict(run: FuzzRun, *, tool_version: str) -> dict[str, Any]:
         "command": "fuzz",
         "engine": run.engine,
         "engine_origin": run.engine_origin,  # as `gradcheck run`'s report has it
+        "config": run.config,
         "reference": run.reference,
         "seed": run.seed,
         "ops": list(run.ops),
@@ -158,6 +162,7 @@ def fuzz_to_dict(run: FuzzRun, *, tool_version: str) -> dict[str, Any]:
                 "hint": bug.key[0],
                 "op": bug.key[1],
                 "file": str(bug.path) if bug.path else None,
+                "unwritten": bug.unwritten,  # why --out could not take it
                 "reproduced": bug.reproduced,
                 "after_examples": bug.finding.after_examples,
                 "after_s": round(bug.finding.after_s, 3),

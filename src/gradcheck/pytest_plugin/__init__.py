@@ -151,7 +151,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
-    from ..engines.naming import engine_label
+    from ..engines.naming import config_label, engine_label
 
     state = config.stash.get(STATE, None)
     if state is None or not (state.roots or state.fuzz_examples):
@@ -160,7 +160,7 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     files = f", case files under {where}" if state.roots else ""
     fuzz = f", fuzz {state.fuzz_examples} examples" if state.fuzz_examples else ""
     engine = engine_label(state.engine_spec, state.settings.source("engine"))
-    return f"gradcheck: {engine}{files}{fuzz}"
+    return f"gradcheck: {engine}{files}{fuzz}, {config_label(state.settings.config)}"
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

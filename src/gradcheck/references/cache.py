@@ -52,7 +52,7 @@ from ..cases.model import Case
 from ..cases.reading import read_bounded
 from ..engines.driver import EngineFailure, EngineRun
 from ..util.atomic import sweep_stale, write_atomic
-from .entries import CorruptEntry, decode_entry, encode_entry, largest_entry, reference_key
+from .entries import CorruptEntry, checked_entry, encode_entry, largest_entry, reference_key
 from .lockfile import LOCK_FILE, LockError, read_lock
 from .tensorflow import installed_version
 
@@ -172,13 +172,17 @@ class ReferenceCache:
         if self.lock is not None:
             self._check_locked(path, raw)
         try:
-            return decode_entry(raw, path.stem)
+            return checked_entry(raw, path.stem, case, check)
         except CorruptEntry as e:
             self.corrupt += 1
+            if self.read_only:  # nothing may be recomputed: that case is an error
+                raise ReferenceNotCached(
+                    f"the cached reference {path} is corrupt ({e}), so --require-cache "
+                    f"refuses it; {FILL_HINT}"
+                ) from None
             self.warn(f"corrupt reference cache entry {path} ({e}); recomputing it")
-            if not self.read_only:
-                with contextlib.suppress(OSError):  # `put` replaces it anyway
-                    path.unlink()
+            with contextlib.suppress(OSError):  # `put` replaces it anyway
+                path.unlink()
             return None
 
     def _check_locked(self, path: Path, raw: bytes) -> None:

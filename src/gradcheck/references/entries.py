@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cases.dtypes import numpy_dtype
+from ..cases.dtypes import DTYPES, numpy_dtype
 from ..cases.model import Case
 from ..engines.driver import EngineRun
 
@@ -127,7 +127,8 @@ def encode_entry(key: str, tensorflow_version: str, run: EngineRun) -> bytes:
 
 
 def decode_entry(raw: bytes, key: str) -> EngineRun:
-    """The reference an entry holds; `CorruptEntry` unless every check passes."""
+    """The reference an entry holds; `CorruptEntry` unless every check passes, the
+    structure's included (a checksum has no secret: a forged entry may be well summed)."""
     try:
         first, body = raw.split(b"\n", 1)
         magic, version, checksum = first.split(b" ")
@@ -137,39 +138,87 @@ def decode_entry(raw: bytes, key: str) -> EngineRun:
             raise CorruptEntry("checksum mismatch (truncated or altered)")
         header_line, payload = body.split(b"\n", 1)
         header = json.loads(header_line)
-        if header["key"] != key:
-            raise CorruptEntry("entry holds another key")
+        _need(isinstance(header, dict) and header.get("key") == key, "entry holds another key")
         arrays: dict[str, np.ndarray] = {}
         offset = 0
-        for item in header["arrays"]:
-            blob = payload[offset : offset + item["size"]]
-            offset += item["size"]
-            arrays[item["name"]] = _load_array(blob, item["dtype"])
+        described = header.get("arrays")
+        _need(isinstance(described, list), "no list of arrays")
+        for item in described:
+            _need(isinstance(item, dict), "an array described by no table")
+            name, dtype, size = item.get("name"), item.get("dtype"), item.get("size")
+            _need(isinstance(name, str) and name not in arrays, f"array name {name!r}")
+            _need(isinstance(size, int) and 0 <= size <= len(payload) - offset, f"{name} size")
+            wanted = ("bool",) if name.startswith("untrusted:") else DTYPES
+            _need(dtype in wanted, f"{name} has dtype {dtype!r}, not one of {wanted}")
+            arrays[name] = _load_array(payload[offset : offset + size], dtype)
+            offset += size
         if offset != len(payload) or "forward" not in arrays:
             raise CorruptEntry("payload does not match its header")
+        return _run(header, arrays)
     except CorruptEntry:
         raise
     except Exception as e:  # whatever else a damaged entry makes the decoding raise
         raise CorruptEntry(f"{type(e).__name__}: {e}") from e
+
+
+def _need(ok: bool, problem: str) -> None:
+    if not ok:
+        raise CorruptEntry(problem)
+
+
+def _run(header: dict, arrays: dict[str, np.ndarray]) -> EngineRun:
+    """The entry's reference, once every field it holds has the type and shape a reference
+    has: float arrays, one gradient at least, boolean masks and finite slacks per gradient,
+    notes as text."""
     grads = {n.removeprefix("grad:"): a for n, a in arrays.items() if n.startswith("grad:")}
     untrusted = {
         n.removeprefix("untrusted:"): a for n, a in arrays.items() if n.startswith("untrusted:")
     }
-    return EngineRun(
-        arrays["forward"],
-        grads,
-        notes=list(header["notes"]),
-        untrusted=untrusted,
-        slack=dict(header.get("slack", {})),
-    )
+    _need(len(arrays) == 1 + len(grads) + len(untrusted), "an array of no known kind")
+    _need(bool(grads), "no gradients")
+    for name, mask in untrusted.items():
+        _need(name in grads and mask.shape == grads[name].shape, f"untrusted:{name}'s shape")
+    notes, slack = header.get("notes"), header.get("slack")
+    _need(isinstance(notes, list) and all(isinstance(n, str) for n in notes), "notes")
+    _need(isinstance(slack, dict), "slack")
+    for name, value in slack.items():
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        _need(name in grads and number and 0 <= value < math.inf, f"slack {name}: {value!r}")
+    return EngineRun(arrays["forward"], grads, notes=notes, untrusted=untrusted, slack=slack)
+
+
+def checked_entry(raw: bytes, key: str, case: Case, check: str) -> EngineRun:
+    """`decode_entry`, and `CorruptEntry` unless the reference fits `case` too."""
+    run = decode_entry(raw, key)
+    problem = misfit(run, case, check)
+    if problem:
+        raise CorruptEntry(f"it holds {problem}")
+    return run
+
+
+def misfit(run: EngineRun, case: Case, check: str) -> str | None:
+    """How a decoded entry does not fit `case` (the key says it is its reference), or
+    None: the forward value's shape, a gradient per input in `wrt` of the input's shape."""
+    output = case.expression.output.shape
+    if run.forward.shape != output:
+        return f"a forward value of shape {run.forward.shape}, the case's is {output}"
+    names = set(case.wrt) if check == "vjp" else set(case.wrt_inputs)
+    if set(run.grads) != names:
+        return f"gradients for {sorted(run.grads)}, the case asks for {sorted(names)}"
+    for name, grad in run.grads.items():
+        shape = output if check == "jvp" else case.expression.lookup(name).shape
+        if grad.shape != shape:
+            return f"a gradient of {name} of shape {grad.shape}, not {shape}"
+    return None
 
 
 def _load_array(blob: bytes, dtype_name: str) -> np.ndarray:
     array = np.load(io.BytesIO(blob), allow_pickle=False)
     if array.dtype.name != dtype_name:
         # NumPy saves extension dtypes (ml_dtypes' bfloat16) as raw void bytes.
+        # Anything else (a string, complex, structured, datetime array) is no reference.
         wanted = numpy_dtype(dtype_name)
-        if array.dtype.itemsize != wanted.itemsize:
+        if array.dtype != np.dtype(f"V{wanted.itemsize}") or dtype_name != "bfloat16":
             raise CorruptEntry(f"array saved as {array.dtype}, header says {dtype_name}")
         array = array.view(wanted)
     return array

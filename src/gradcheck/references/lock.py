@@ -11,6 +11,8 @@ wrong engine pass. The lock (``<cache dir>/gradcheck.lock``, written by
       expr matmul(matmul(x, y), z)
       forward float32 (2, 2, 2): min -1.23, max 4.56, mean 0.789
       grad x float32 (2, 2, 2): min ..., max ..., mean ...
+      untrusted x: 0 of 8 elements          (a numeric reference's: what else
+      slack x 8.9e-09                        changes a verdict, so a forgery shows)
 
 Only the bracketed line is read back (key, and the sha256 of the entry file); the lines
 under it are for the reviewer, who sees in a diff which case's reference changed and
@@ -18,13 +20,15 @@ how. Under ``--require-cache`` an entry whose key is not in the lock, or whose b
 differ from the locked digest, is refused (`cache.ReferenceCache`). ``gradcheck cache
 verify`` recomputes entries with TensorFlow (all, or a sample) and reports those that
 differ from TensorFlow (or, for the numeric reference's entries, the finite differences)
-or from the lock.
+in any field (forward, gradients, masks, slack, notes), are corrupt, or differ from the
+lock.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -39,7 +43,7 @@ from ..engines.driver import EngineFailure, EngineRun
 from ..util.atomic import write_atomic
 from .cache import ReferenceCache
 from .computed import computed_reference
-from .entries import CorruptEntry, decode_entry, largest_entry
+from .entries import CorruptEntry, checked_entry, largest_entry
 from .lockfile import FORMAT, LOCK_FILE, LockError, read_lock
 
 _HEADER = f"""\
@@ -84,9 +88,9 @@ def write_lock(cases: Sequence[Case], cache: ReferenceCache) -> Locked:
         cached = _cached_entries(case, cache)
         if not cached:
             done.missing.append((case, "not cached"))
-        for kind, _, path, raw in cached:
+        for kind, check, path, raw in cached:
             try:
-                reference = decode_entry(raw, path.stem)
+                reference = checked_entry(raw, path.stem, case, check)
             except CorruptEntry as e:
                 done.missing.append((case, f"the {kind} entry is corrupt: {e}"))
                 continue
@@ -107,8 +111,20 @@ def _entry(key: str, raw: bytes, case: Case, reference: EngineRun, computed_by: 
         *(f"expr {line}" for line in case.expr.splitlines()),
         f"forward {summary(reference.forward)}",
         *(f"grad {name} {summary(grad)}" for name, grad in reference.grads.items()),
+        *_trust_lines(reference),
     ]
     return "\n  ".join(_printable(line) for line in lines) + "\n"
+
+
+def _trust_lines(reference: EngineRun) -> list[str]:
+    """What else in the entry changes a verdict, so that forging it changes the lock's text
+    as well as its digest: the elements it cannot judge, its added atol, its notes."""
+    lines = [
+        f"untrusted {name}: {int(np.count_nonzero(mask))} of {mask.size} elements"
+        for name, mask in reference.untrusted.items()
+    ]
+    lines += [f"slack {name} {value:.6g}" for name, value in reference.slack.items()]
+    return lines + [f"note {note}" for note in reference.notes]
 
 
 def summary(array: np.ndarray) -> str:
@@ -124,7 +140,10 @@ def summary(array: np.ndarray) -> str:
 
 
 def _printable(text: str) -> str:
-    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)[:_LINE]
+
+
+_LINE = 2000  # a note is the entry's text: a reviewer's line has a length, forged or not
 
 
 # -- verify ----------------------------------------------------------------------------
@@ -158,7 +177,7 @@ def verify(
     for case, kind, check, path, raw in cached:
         found.checked.append(case)
         recompute = lambda c=case, k=kind, x=check: computed_reference(c, k, x)
-        problem = _differs(case, path, raw, lock, recompute)
+        problem = _differs(case, check, path, raw, lock, recompute)
         if problem:
             found.differ.append((case, problem))
         case.release()
@@ -174,12 +193,17 @@ def _lock_or_none(cache: ReferenceCache) -> dict[str, str] | None:
 
 def _differs(
     case: Case,
+    check: str,
     path: Path,
     raw: bytes,
     lock: dict[str, str] | None,
     recompute: Callable[[], EngineRun],
 ) -> str | None:
-    """Why the entry at `path` cannot be trusted, or None."""
+    """Why the entry at `path` cannot be trusted, or None (corrupt first: the deeper fault)."""
+    try:
+        entry = checked_entry(raw, path.stem, case, check)
+    except CorruptEntry as e:
+        return f"is corrupt ({e})"
     if lock is not None:
         locked = lock.get(path.stem)
         if locked is None:
@@ -187,22 +211,37 @@ def _differs(
         if locked != hashlib.sha256(raw).hexdigest():
             return "differs from the lock (it was changed after it was locked)"
     try:
-        entry = decode_entry(raw, path.stem)
-    except CorruptEntry as e:
-        return f"is corrupt ({e})"
-    try:
         fresh = recompute()
     except EngineFailure as e:
         return f"cannot be recomputed: {e.message}"
+    if set(entry.grads) != set(fresh.grads):
+        return (
+            f"holds gradients of {sorted(entry.grads)}, a fresh computation {sorted(fresh.grads)}"
+        )
     arrays = [("forward", entry.forward, fresh.forward)]
-    arrays += [(f"grad {n}", g, fresh.grads.get(n)) for n, g in entry.grads.items()]
+    arrays += [(f"grad {n}", g, fresh.grads[n]) for n, g in entry.grads.items()]
     for what, stored, computed in arrays:
-        if computed is None:
-            return f"holds {what}, which TensorFlow does not give"
-        check = compare(computed, stored, case.tolerance)
-        if not check.passed:
+        check_ = compare(computed, stored, case.tolerance)
+        if not check_.passed:
             return (
                 f"holds a {what} that differs from a fresh computation (max abs diff "
-                f"{check.max_abs_diff}, {check.mismatched}/{check.size} elements)"
+                f"{check_.max_abs_diff}, {check_.mismatched}/{check_.size} elements)"
             )
+    return _trust_differs(entry, fresh)
+
+
+def _trust_differs(entry: EngineRun, fresh: EngineRun) -> str | None:
+    """How the entry's other verdict-changing fields (masks, slack, notes) differ from a
+    fresh computation's, or None: each can turn a wrong gradient green."""
+    for name in entry.grads:
+        stored, computed = entry.untrusted.get(name), fresh.untrusted.get(name)
+        if (stored is None) != (computed is None) or (
+            stored is not None and not np.array_equal(stored, computed)
+        ):
+            return f"holds elements of {name} it cannot judge that a fresh computation judges"
+        stored_slack, fresh_slack = entry.slack.get(name, 0.0), fresh.slack.get(name, 0.0)
+        if not math.isclose(stored_slack, fresh_slack, rel_tol=1e-6, abs_tol=1e-300):
+            return f"holds a slack of {stored_slack:.6g} for {name}, freshly {fresh_slack:.6g}"
+    if entry.notes != fresh.notes:
+        return "holds notes a fresh computation does not give"
     return None

@@ -28,6 +28,7 @@ def to_dict(run: RunResult, *, tool_version: str, verbose: bool = False) -> dict
         "version": tool_version,
         "engine": run.engine,
         "engine_origin": run.engine_origin,  # not in SPEC §7: an addition, beside the engine
+        "config": run.config,  # an addition too: the config file read, None for none
         "reference": run.reference,
         "summary": run.summary,
         "cases": [_case(case, verbose) for case in run.cases],

@@ -31,7 +31,7 @@ def to_junit(run: RunResult) -> str:
         "time": _seconds(run.duration_s),
     }
     root = ET.Element("testsuites", {"name": "gradcheck", **counts})
-    suite = ET.SubElement(root, "testsuite", {"name": f"gradcheck[{run.engine}]", **counts})
+    suite = ET.SubElement(root, "testsuite", {"name": _clean(f"gradcheck[{run.engine}]"), **counts})
     properties = ET.SubElement(suite, "properties")
     for name, value in (("engine", run.engine), ("reference", run.reference)):
         ET.SubElement(properties, "property", {"name": name, "value": _clean(value)})

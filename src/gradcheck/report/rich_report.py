@@ -20,7 +20,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..engines.naming import engine_label
+from ..engines.naming import config_label, engine_label
 from ..results import CaseResult, Hint, RunResult
 from .rich_arrays import comparisons
 from .rich_status import (
@@ -72,10 +72,9 @@ def render(
 
 def _render(run: RunResult, console: Console, verbose: bool, quiet: bool, problems: bool) -> None:
     if not quiet:
-        header = (
-            f"gradcheck: {engine_label(run.engine, run.engine_origin)}, reference {run.reference}"
-        )
-        console.print(plain(header, style="dim"))
+        engine = engine_label(run.engine, run.engine_origin)
+        console.print(plain(f"gradcheck: {engine}, reference {run.reference}", style="dim"))
+        console.print(plain(f"gradcheck: {config_label(run.config)}", style="dim"))
         if verbose and run.threads:
             console.print(plain(run.threads, style="dim"))
     for case in run.cases:
@@ -172,6 +171,9 @@ def _case_renderables(
         for result in case.inputs:  # passed under a declared convention: say which
             for hint in result.hints:
                 yield indented(Text(f"{hint.code}: {hint.message}", style="dim"))
+        for part in case.message.split("; "):  # a pass too loose to mean much: say so
+            if part.startswith("warning: "):
+                yield indented(_user_text(part, "yellow"))
         if verbose:
             yield from map(indented, comparisons(case, True, body))
             yield from _captured(case, verbose, body)

@@ -131,6 +131,7 @@ def run(
         startup_s=startup[1] - startup[0] if startup else 0.0,
         engine_origin=options.engine_origin,
         threads=checker.threads if checker else None,
+        config=options.config,
     )
     return diagnose_run(ran, causes=bool(options.diagnose))
 

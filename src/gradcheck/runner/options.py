@@ -40,6 +40,7 @@ class RunOptions:
     # The threads of the engine's worker and TensorFlow while both run (`runner.threads`):
     # "auto", "off" or "REF:ENGINE".
     threads: str = THREADS
+    config: str | None = None  # the config file the settings came from, for the report
 
 
 DEFAULT_OPTIONS = RunOptions()

@@ -7,13 +7,15 @@ one left by a killed process is swept by a later write once it is `STALE_S` old.
 
 `write_report` (``--output``): follows symlinks and writes what they point to; a target
 that is not a regular file (a device such as /dev/null, a FIFO, /dev/stdout) is opened
-and written, never replaced by a file of its own.
+and written, never replaced by a file of its own; a FIFO nobody reads is refused.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import select
 import stat
 import tempfile
 import time
@@ -73,8 +75,39 @@ def write_report(path: str | os.PathLike[str], data: str | bytes) -> None:
     special = os.path.abspath(path).startswith(_SPECIAL) or real.startswith(_SPECIAL)
     if special or (mode is not None and not stat.S_ISREG(mode)):
         # Append, not truncate: /dev/stdout may be the file a shell redirected stdout to.
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOCTTY", 0))
-        with os.fdopen(fd, "wb") as f:
-            f.write(raw)
+        # Opened without blocking: a FIFO no process reads is refused at once (ENXIO),
+        # where a blocking open would wait forever, deaf to SIGINT and SIGTERM.
+        flags = os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOCTTY", 0)
+        try:
+            fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
+        except OSError as e:
+            if e.errno == errno.ENXIO and mode is not None and stat.S_ISFIFO(mode):
+                raise OSError(e.errno, "a FIFO that no process is reading") from None
+            raise
+        try:
+            _write_paced(fd, raw)
+        finally:
+            os.close(fd)
         return
     write_atomic(real, raw)
+
+
+WAIT_S = 0.25  # between looks for a signal while a reader is slow to read
+
+
+def _write_paced(fd: int, raw: bytes) -> None:
+    """All of `raw` into the non-blocking `fd`, at its reader's pace; a SIGINT or SIGTERM
+    (remembered, not raised, while reports are written) stops it within `WAIT_S`: a
+    reader that never reads would otherwise hold the run forever."""
+    from .interrupts import received
+
+    view = memoryview(raw)
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+            continue
+        except BlockingIOError:
+            pass
+        select.select([], [fd], [], WAIT_S)
+        if received() is not None:
+            raise InterruptedError(errno.EINTR, f"stopped by {received()}, not all written")

@@ -1,57 +1,71 @@
-"""Messages between gradcheck and its worker processes: pickles framed over pipes.
+"""Messages between gradcheck and its worker processes, framed over pipes.
 
-A frame is a header (the pickle's length, the number of out-of-band buffers and their
-lengths), the pickle (protocol 5) and the buffers: arrays travel out of band, written
-from and read into array memory, with no copy in between. `Receiver` reads frames
-incrementally from a non-blocking pipe, so the parent can wait for a reply, a timeout
-and the worker's output at once; the worker reads its requests blocking.
+A frame is a header (the payload's length, the number of out-of-band buffers and their
+lengths), the payload and the buffers: arrays travel out of band, written from and read
+into array memory, with no copy in between. `Receiver` reads frames incrementally from
+a non-blocking pipe, so the parent can wait for a reply, a timeout and the worker's
+output at once; the worker reads its requests blocking.
 
-What a worker sends is read by `PlainUnpickler`, which builds nothing but plain data:
-NumPy arrays, gradcheck's result types, builtins. Nothing an engine writes to the pipe
-can run code in gradcheck's process, which alone computes verdicts and the exit code.
+Requests (gradcheck to its worker, trusted) are pickles. Replies are not: a worker runs
+the engine, so what it sends is untrusted, and is plain data (`runner.workers.replies`:
+MessagePack and arrays of allowed dtypes, read against the messages' schema). A frame's
+sizes are bounded before anything is allocated for it.
 """
 
 from __future__ import annotations
 
-import io
 import os
 import pickle
 import struct
+from collections.abc import Callable
 from typing import Any
 
-_HEADER = struct.Struct("<QI")  # pickle length, number of buffers
+_HEADER = struct.Struct("<QI")  # payload length, number of buffers
 _LENGTH = struct.Struct("<Q")
+# What one reply may claim: far more than any case's arrays (`util.limits`) take.
+MAX_BUFFERS = 4096
+MAX_FRAME_BYTES = 1 << 30
 
-# (module, name) pairs a worker's reply may name; modules whose every name is plain data.
-_NUMPY = {
-    ("numpy", "dtype"),
-    ("numpy", "ndarray"),
-    *((m, n) for m in ("numpy._core.multiarray", "numpy.core.multiarray")
-      for n in ("scalar", "_reconstruct")),
-    *((m, "_frombuffer") for m in ("numpy._core.numeric", "numpy.core.numeric")),
-}  # fmt: skip
-_PLAIN_MODULES = {"gradcheck.results", "gradcheck.runner.workers.messages"}
-_PLAIN_NAMES = {
-    *_NUMPY,
-    ("gradcheck.engines.driver", "EngineRun"),
-    ("gradcheck.checking.engine_step", "EngineOutcome"),
-}
+
+class BadFrame(ValueError):
+    """A frame whose sizes are out of bounds."""
+
+
+def _frame(payload: bytes, buffers: list[memoryview]) -> list[memoryview]:
+    header = _HEADER.pack(len(payload), len(buffers)) + b"".join(
+        _LENGTH.pack(b.nbytes) for b in buffers
+    )
+    return [memoryview(header), memoryview(payload), *(b for b in buffers if b.nbytes)]
 
 
 def encode(message: Any) -> list[memoryview]:
-    """`message` as the memory of one frame, in order (buffers still the arrays' own)."""
+    """A request as the memory of one frame, in order (buffers still the arrays' own)."""
     buffers: list[pickle.PickleBuffer] = []
     payload = pickle.dumps(message, protocol=5, buffer_callback=buffers.append)
-    raws = [b.raw() for b in buffers]
-    header = _HEADER.pack(len(payload), len(raws)) + b"".join(
-        _LENGTH.pack(raw.nbytes) for raw in raws
-    )
-    return [memoryview(header), memoryview(payload), *(raw for raw in raws if raw.nbytes)]
+    return _frame(payload, [b.raw() for b in buffers])
 
 
-def send(fd: int, message: Any) -> None:
-    """Write `message` to the blocking pipe `fd`."""
-    parts = encode(message)
+def encode_reply(message: Any) -> list[memoryview]:
+    """A worker's reply as the memory of one frame; `TypeError` for what is no reply."""
+    from .replies import pack
+
+    return _frame(*pack(message))
+
+
+def unpickle(payload: bytearray, buffers: list[bytearray]) -> Any:
+    """A request, as the worker reads it."""
+    return pickle.loads(payload, buffers=buffers)
+
+
+def read_reply(payload: bytearray, buffers: list[bytearray]) -> Any:
+    """A reply, as gradcheck reads it: plain data or `replies.BadReply`."""
+    from .replies import unpack
+
+    return unpack(payload, buffers)
+
+
+def send(fd: int, parts: list[memoryview]) -> None:
+    """Write an encoded message to the blocking pipe `fd`."""
     while parts:
         write_some(fd, parts)
 
@@ -65,13 +79,6 @@ def write_some(fd: int, parts: list[memoryview]) -> None:
         parts[0] = parts[0][written:]
 
 
-class PlainUnpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:
-        if module in _PLAIN_MODULES or (module, name) in _PLAIN_NAMES:
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"a worker's reply may not name {module}.{name}")
-
-
 class Receiver:
     """Reads one frame after another from `fd`; `read` returns the next message when whole.
 
@@ -82,13 +89,13 @@ class Receiver:
 
     NOTHING = object()
 
-    def __init__(self, fd: int, *, plain: bool) -> None:
+    def __init__(self, fd: int, decode: Callable[[bytearray, list[bytearray]], Any]) -> None:
         self.fd = fd
-        self.plain = plain
+        self.decode = decode  # `unpickle` or `read_reply`
         self._start()
 
     def _start(self) -> None:
-        self._sizes = [_HEADER.size]  # the parts still to read: header, lengths, pickle, buffers
+        self._sizes = [_HEADER.size]  # still to read: header, lengths, payload, buffers
         self._done: list[bytearray] = []
         self._count = 0  # out-of-band buffers in this frame
         self._part = bytearray(_HEADER.size)
@@ -117,18 +124,17 @@ class Receiver:
         self._sizes.pop(0)
         if len(self._done) == 1:
             length, self._count = _HEADER.unpack(self._part)
+            if self._count > MAX_BUFFERS:
+                raise BadFrame(f"a frame of {self._count:,} buffers")
             self._sizes = [_LENGTH.size * self._count] if self._count else []
             self._sizes.append(length)
         elif len(self._done) == 2 and self._count:
             self._sizes += struct.unpack(f"<{self._count}Q", self._part)
+        if sum(self._sizes) > MAX_FRAME_BYTES:
+            raise BadFrame(f"a frame of {sum(self._sizes):,} bytes")
         if self._sizes:
             self._part, self._filled = bytearray(self._sizes[0]), 0
             return self.NOTHING
         payload, *buffers = self._done[2 if self._count else 1 :]
         self._start()
-        return self._loads(payload, buffers)
-
-    def _loads(self, payload: bytearray, buffers: list[bytearray]) -> Any:
-        if not self.plain:
-            return pickle.loads(payload, buffers=buffers)
-        return PlainUnpickler(io.BytesIO(payload), buffers=buffers).load()
+        return self.decode(payload, buffers)

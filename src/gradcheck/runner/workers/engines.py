@@ -8,7 +8,8 @@ what a debugger needs.
 
 `Isolated` (``--isolate=process``): in a `WorkerPool`, with a deadline per step, a fresh
 worker after a crash and everything the worker process writes captured. A worker's
-replies are checked to be what the protocol says before anything here uses them.
+replies are read against the protocol's schema (`runner.workers.replies`) before
+anything here uses them.
 
 Both give the runner `(EngineOutcome, captured output)` for a case's engine step and
 `(notes, captured output)` for its diagnosis; an `Isolated` step may raise `WorkerLost`.
@@ -23,16 +24,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from ...cases.model import SEND_DRAWN_ELEMENTS, Case
 from ...checking.diagnosis_step import Diagnose, adopt_diagnosis, diagnosis_step
 from ...checking.engine_step import EngineOutcome, engine_step
 from ...diagnosis.mechanisms.conventions import declared_conventions
-from ...engines.driver import EngineRun
 from ...engines.loading import engine_name
 from ...engines.protocol import EngineFactory
-from ...results import CaseResult, Hint, InputResult, NodeResult
 from .capture import Capture, captured_output
 from .messages import Diagnosed, Release, RunCase, WorkerInit
 from .pool import WorkerLost, WorkerPool
@@ -150,7 +147,7 @@ class Isolated:
         message = dataclasses.replace(request, cwd=os.getcwd())
         worker = self.pool.resubmit(ticket.worker, message, ticket.timeout)
         reply, output = self.pool.wait(worker)
-        if not _is_diagnosis(reply):
+        if not isinstance(reply, Diagnosed):
             return ["diagnosis stopped: the engine process sent an unreadable reply"], output
         adopt_diagnosis(request.result, reply.result)
         return list(reply.notes), output
@@ -165,74 +162,16 @@ class Isolated:
 
 
 # -- what a worker may reply -----------------------------------------------------------
-
-
-def _arrays(value: Any, names: set[str]) -> bool:
-    return isinstance(value, dict) and all(
-        isinstance(k, str) and k in names and isinstance(v, np.ndarray) for k, v in value.items()
-    )
-
-
-def _texts(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+# Its types are the messages' own (`replies` reads them against their schema); what is
+# left to check is that an outcome is of the case that was sent.
 
 
 def _is_outcome(reply: Any, case: Case, extra: bool = True) -> bool:
-    """An `EngineOutcome` of plain parts; its `checks` (`extra`) outcomes of `jvp`, `hvp`."""
-    if not isinstance(reply, EngineOutcome):
+    """An `EngineOutcome` of `case`'s wrt names; its `checks` (`extra`) those of `jvp`, `hvp`."""
+    if not isinstance(reply, EngineOutcome) or (reply.checks and not extra):
         return False
-    checks = reply.checks
-    if not isinstance(checks, dict) or (checks and not extra):
+    checks = reply.checks.items()
+    if not all(k in ("jvp", "hvp") and _is_outcome(v, case, False) for k, v in checks):
         return False
-    if not all(k in ("jvp", "hvp") and _is_outcome(v, case, False) for k, v in checks.items()):
-        return False
-    if not all(
-        v is None or isinstance(v, str) for v in (reply.unsupported, reply.error, reply.traceback)
-    ):
-        return False
-    run = reply.run
-    wrt = set(case.wrt)
-    return run is None or (
-        isinstance(run, EngineRun)
-        and isinstance(run.forward, np.ndarray)
-        and _arrays(run.grads, wrt)
-        and (run.grads_again is None or _arrays(run.grads_again, wrt))
-        and _texts(run.notes)
-    )
-
-
-def _plain_fields(value: Any, kind: type) -> bool:
-    """A `kind` dataclass whose fields hold only strings, numbers, None, lists of them, or
-    (a hint's `also`) lists of such dataclasses."""
-    plain = (str, int, float, bool, type(None), np.integer, np.floating)
-
-    def ok(v: Any) -> bool:
-        return isinstance(v, plain) or (isinstance(v, kind) and _plain_fields(v, kind))
-
-    return isinstance(value, kind) and all(
-        isinstance(v, plain) or (isinstance(v, list) and all(ok(x) for x in v))
-        for v in (getattr(value, f.name) for f in dataclasses.fields(kind))
-    )
-
-
-def _is_diagnosis(reply: Any) -> bool:
-    if not (isinstance(reply, Diagnosed) and isinstance(reply.result, CaseResult)):
-        return False
-    result = reply.result
-    items = [result.inputs, result.jvp, result.hvp]  # each input's results, by check
-    lists = [
-        result.hints,
-        result.nodes,
-        *items,
-        *(getattr(i, "hints", 0) for each in items if isinstance(each, list) for i in each),
-    ]
-    if not all(isinstance(v, list) for v in lists) or not all(
-        isinstance(i, InputResult) for each in items for i in each
-    ):
-        return False
-    hints = [*result.hints, *(h for each in items for i in each for h in i.hints)]
-    return (
-        _texts(reply.notes)
-        and all(_plain_fields(h, Hint) for h in hints)
-        and all(_plain_fields(n, NodeResult) for n in result.nodes)
-    )
+    run, wrt = reply.run, set(case.wrt)
+    return run is None or (run.grads.keys() <= wrt and (run.grads_again or {}).keys() <= wrt)

@@ -34,7 +34,7 @@ from ...engines.naming import engine_named
 from ...errors import UsageError
 from ...util.modules import local_imports
 from .capture import Capture
-from .channel import Receiver, encode, write_some
+from .channel import Receiver, encode, read_reply, write_some
 from .messages import InitFailed, Ready, WorkerInit
 from .worker import PHASE_BYTES, read_phase
 
@@ -86,7 +86,7 @@ class Worker:
                 os.close(fd)
         for fd in (self.requests, self.replies, self.output):
             os.set_blocking(fd, False)
-        self.receiver = Receiver(self.replies, plain=True)
+        self.receiver = Receiver(self.replies, read_reply)
         self.capture = Capture()
         self.engine: str | None = None  # its name, once it is ready
         self.conventions: dict[str, str] = {}
@@ -153,9 +153,6 @@ class Worker:
                 self.read_output()
         except (BrokenPipeError, EOFError, OSError):
             self.died()
-        except Exception as e:  # a frame that does not decode, or names what it may not
-            self.kill()
-            self._lose(f"the engine process sent a reply gradcheck cannot read ({e})")
 
     def write(self) -> None:
         while self.pending:
@@ -166,7 +163,12 @@ class Worker:
 
     def read_replies(self) -> None:
         while self.reply is Receiver.NOTHING:
-            message = self.receiver.read()
+            try:
+                message = self.receiver.read()
+            except ValueError as e:  # a frame that is no reply (`BadFrame`, `BadReply`)
+                self.kill()
+                self._lose(f"the engine process sent a reply gradcheck cannot read ({e})")
+                return
             if message is Receiver.NOTHING:
                 return
             if isinstance(message, Ready):

@@ -51,10 +51,10 @@ def read_phase(memory: mmap.mmap) -> str:
 def main() -> None:
     requests, replies, phase_fd = (int(arg) for arg in sys.argv[1:4])
     _detach()
-    from .channel import Receiver, send
+    from .channel import Receiver, encode_reply, send, unpickle
 
     phase = Phase(phase_fd)
-    receiver = Receiver(requests, plain=False)
+    receiver = Receiver(requests, unpickle)
 
     def read() -> Any:
         try:
@@ -65,10 +65,10 @@ def main() -> None:
     init = read()
     phase.set("importing the engine")
     factory, reply = _start(init)
-    send(replies, reply)
+    send(replies, encode_reply(reply))
     if factory is None:
         os._exit(1)
-    _serve(read, lambda message: send(replies, message), factory, phase)
+    _serve(read, lambda message: send(replies, encode_reply(message)), factory, phase)
 
 
 def _detach() -> None:
