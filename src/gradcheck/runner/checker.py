@@ -27,7 +27,8 @@ from .options import DEFAULT_OPTIONS, RunOptions
 from .references import CaseReference, import_within, reference_kind, reference_run
 from .threads import thread_budget
 from .workers.engines import InProcess, Isolated, Ticket
-from .workers.pool import WorkerLost, worker_init
+from .workers.messages import worker_init
+from .workers.pool import WorkerLost
 
 
 class Checker:

@@ -1,4 +1,5 @@
-"""What gradcheck and its worker processes say to each other: plain dataclasses.
+"""What gradcheck and its worker processes say to each other: plain dataclasses, and
+`worker_init`, the first message as a run makes it.
 
 gradcheck sends `WorkerInit` once, then `RunCase`, `Diagnose` (`checking.Diagnose`, the
 request as the runner makes it) and `Release`; a worker answers `WorkerInit` with
@@ -8,10 +9,15 @@ request as the runner makes it) and `Release`; a worker answers `WorkerInit` wit
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ...cases.model import Case
+from ...engines.naming import engine_named
 from ...results import CaseResult
+from ...util.modules import local_imports
 
 
 @dataclass(frozen=True)
@@ -28,6 +34,26 @@ class WorkerInit:
     stamp: tuple[tuple[int, int], ...] = ()
     # How errors name the engine, as the run was given it (`config.engine_named`).
     named: str = field(default="", compare=False)
+
+
+def worker_init(spec: str, imports: tuple[str, ...] = (), named: str = "") -> WorkerInit:
+    """How to start a worker for the engine `spec` (which errors call `named`): files
+    named by absolute paths (a later run may start elsewhere), and stamped with their
+    versions."""
+    named = named or engine_named(spec, "--engine")
+    target, colon, name = spec.partition(":")
+    files = [Path(f) for f in (target, *imports) if f.endswith(".py")]
+    if target.endswith(".py") and Path(target).is_file():  # else the worker says so, as given
+        spec = f"{Path(target).resolve()}{colon}{name}"
+        # The engine's own modules too: a kept worker never runs an edited helper's old code.
+        files += sorted(local_imports(Path(target).resolve()) - {Path(target).resolve()})
+    stamps = []
+    for file in files:
+        with contextlib.suppress(OSError):
+            info = file.stat()
+            stamps.append((info.st_mtime_ns, info.st_size))
+    imports = tuple(str(Path(i).resolve()) if i.endswith(".py") else i for i in imports)
+    return WorkerInit(spec, imports, tuple(sys.path), tuple(stamps), named)
 
 
 @dataclass

@@ -30,9 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ...engines.naming import engine_named
 from ...errors import UsageError
-from ...util.modules import local_imports
 from .capture import Capture
 from .channel import Receiver, encode, read_reply, write_some
 from .messages import InitFailed, Ready, WorkerInit
@@ -253,26 +251,6 @@ def _doing(phase: str, preposition: str) -> str:
         return ""
     verbs = ("importing", "starting", "creating", "reading")
     return f" while {phase}" if phase.startswith(verbs) else f" {preposition} {phase}"
-
-
-def worker_init(spec: str, imports: tuple[str, ...] = (), named: str = "") -> WorkerInit:
-    """How to start a worker for the engine `spec` (which errors call `named`): files
-    named by absolute paths (a later run may start elsewhere), and stamped with their
-    versions."""
-    named = named or engine_named(spec, "--engine")
-    target, colon, name = spec.partition(":")
-    files = [Path(f) for f in (target, *imports) if f.endswith(".py")]
-    if target.endswith(".py") and Path(target).is_file():  # else the worker says so, as given
-        spec = f"{Path(target).resolve()}{colon}{name}"
-        # The engine's own modules too: a kept worker never runs an edited helper's old code.
-        files += sorted(local_imports(Path(target).resolve()) - {Path(target).resolve()})
-    stamps = []
-    for file in files:
-        with contextlib.suppress(OSError):
-            info = file.stat()
-            stamps.append((info.st_mtime_ns, info.st_size))
-    imports = tuple(str(Path(i).resolve()) if i.endswith(".py") else i for i in imports)
-    return WorkerInit(spec, imports, tuple(sys.path), tuple(stamps), named)
 
 
 # Workers a run has finished with, kept for the next run of this process with an equal
