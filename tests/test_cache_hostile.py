@@ -23,26 +23,7 @@ from gradcheck.engines.driver import EngineRun
 from gradcheck.references.cache import ReferenceCache
 from gradcheck.references.entries import MAGIC, decode_entry, encode_entry
 from gradcheck.references.lockfile import LOCK_FILE
-
-CASES = """\
-cases:
-  - name: mul_sin
-    expr: x * sin(y)
-    inputs: {x: {shape: [3, 4]}, y: {shape: [3, 4]}}
-  - name: tanh_sum
-    expr: sum(tanh(x), axis=0)
-    inputs: {x: {shape: [2, 3]}}
-"""
-DOUBLING = """\
-from gradcheck.engines.builtin import BuiltinEngine
-
-
-class Engine(BuiltinEngine):
-    name = "doubling"
-
-    def grad(self, output, wrt, cotangent):
-        return [2 * g for g in super().grad(output, wrt, cotangent)]
-"""
+from test_lock import CASES, DOUBLING  # the lock's two cases and its doubling engine
 
 
 def invoke(*args: str):
