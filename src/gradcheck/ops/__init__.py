@@ -4,6 +4,7 @@
 # isort: off
 from . import elementwise, linalg, nn, reductions, shape  # noqa: F401  (declarations)
 from . import unary, cumulative, statistics, comparisons, gathers  # noqa: F401
+from . import conv  # noqa: F401  (conv1d, conv2d, conv2d_transpose)
 
 # isort: on
 from .broadcast import broadcast_shapes, unbroadcast

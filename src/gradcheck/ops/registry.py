@@ -133,6 +133,11 @@ class Op:
     # (low, high, what) for values in [low, high) ("axis 0 of size 5"); checked when a
     # case is read, so an index out of range is a case error at its input's line.
     index_range: Callable[..., tuple[int, int, str]] | None = None
+    # Elements the op holds while it computes, beyond its arguments and output, from the
+    # argument shapes and attributes (a convolution's im2col expansion): counted against
+    # the case's element caps (`max_elements`) as a node's are, so a small case cannot
+    # ask for gigabytes.
+    scratch: Callable[..., int] | None = None
 
     def __post_init__(self) -> None:
         for rules, what in ((self.vjps, "VJPs"), (self.jvps, "JVPs")):
