@@ -13,6 +13,7 @@ import pytest
 
 from gradcheck.ops import all_ops, get_op, unbroadcast
 from gradcheck.ops.broadcast import normalize_axes
+from gradcheck.ops.conv import RULE_NAMES
 from gradcheck.ops.reductions import reduced_size
 from gradcheck.ops.shape import _perm
 from gradcheck.references.tensorflow import load_tensorflow
@@ -80,6 +81,14 @@ APPLICATIONS: dict[str, list[tuple[list, dict]]] = {
                 ([[[1.0, 0.0, 2.0, 0.0], [2.0, 0.0, 0.5, 1.5]]],
                  {"axis": 1, "exclusive": True, "reverse": True}),
                 ([(3, 4)], {"axis": 0, "exclusive": True, "reverse": False})],
+    # ops/conv.py: TF spellings in NHWC, undilated, ungrouped (TF's CPU kernels' reach)
+    "conv2d": [([(2, 5, 5, 3), (3, 3, 3, 4)], {"strides": 2, "padding": "SAME"}),
+               ([(1, 4, 6, 6), (4, 2, 3, 3)], {"padding": "VALID", "groups": 2,
+                "data_format": "NCHW", "filter_format": "OIHW"}, "numpy")],
+    "conv1d": [([(2, 7, 3), (2, 3, 4)], {"strides": 2, "padding": "SAME"}),
+               ([(1, 9, 2), (3, 2, 2)], {"padding": "VALID", "dilations": 2}, "numpy")],
+    "conv2d_transpose": [([(2, 3, 3, 4), (3, 3, 2, 4)], {"output_shape": [2, 6, 6, 2],
+                          "strides": 2, "padding": "SAME"})],
     "var": [([(2, 3, 4)], {"axis": 1, "keepdims": False})],
     "std": [([(2, 3, 4)], {"axis": [0, 2], "keepdims": True})],
     "norm": [([(2, 3)], {"ord": 2, "axis": None, "keepdims": False}),
@@ -104,7 +113,7 @@ def value(spec, rng: np.random.Generator) -> np.ndarray:
 def names(op, g, y, args, attrs, i) -> dict:
     """The names a rule text may use (the registry's docstring lists them)."""
     # The ops by name, for what NumPy has no function for (erf, cumsum with exclusive).
-    out = {**{o.name: o for o in all_ops()}, "g": g, "y": y, **attrs}
+    out = {**{o.name: o for o in all_ops()}, **RULE_NAMES, "g": g, "y": y, **attrs}
     if op.variadic:
         out["values"] = args
         out["i"] = i
@@ -135,9 +144,13 @@ def evaluate(text: str, namespace: dict):
     return eval(last, namespace)
 
 
-def applications():
+def applications(tensorflow: bool = False):
+    """(op, application, argument) triples; with `tensorflow`, those TF's CPU kernels can
+    compute (an application marked "numpy", e.g. a grouped NCHW convolution, is left out)."""
     for op in all_ops():
-        for k, (args, _attrs) in enumerate(APPLICATIONS[op.name]):
+        for k, (args, _attrs, *only) in enumerate(APPLICATIONS[op.name]):
+            if tensorflow and only == ["numpy"]:
+                continue
             for i in range(len(args[0]) if op.variadic else len(op.params)):
                 if not op.variadic and op.params[i] in op.integer:
                     continue  # indices and labels have no gradient, nor a rule
@@ -158,7 +171,8 @@ def declared(texts, op) -> bool:
 
 def setup(name: str, k: int):
     op = get_op(name)
-    specs, attrs = APPLICATIONS[name][k]
+    specs, given = APPLICATIONS[name][k][:2]
+    attrs = op.resolve_attrs(given)  # the defaults too: the texts name every attribute
     rng = np.random.default_rng([len(name), k])
     args = [value(s, rng) for s in (specs[0] if op.variadic else specs)]
     y = op.forward(args, **attrs) if op.variadic else op.forward(*args, **attrs)
@@ -183,7 +197,7 @@ def test_the_numpy_text_computes_the_vjp(name, k, i):
     np.testing.assert_allclose(unbroadcast(got, args[i].shape), expected, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize(("name", "k", "i"), list(applications()))
+@pytest.mark.parametrize(("name", "k", "i"), list(applications(tensorflow=True)))
 def test_the_tensorflow_text_computes_the_vjp(name, k, i):
     tf = load_tensorflow()
     op, args, attrs, y, g = setup(name, k)
@@ -227,7 +241,7 @@ def test_the_numpy_text_computes_the_jvp(name, k, i):
     np.testing.assert_allclose(np.broadcast_to(got, expected.shape), expected, 1e-12, 1e-12)
 
 
-@pytest.mark.parametrize(("name", "k", "i"), list(applications()))
+@pytest.mark.parametrize(("name", "k", "i"), list(applications(tensorflow=True)))
 def test_the_tensorflow_text_computes_the_jvp(name, k, i):
     tf = load_tensorflow()
     op, namespace, args, expected = jvp_setup(name, k, i)

@@ -54,8 +54,16 @@ INTERNAL = "gradcheck could not read this case"
 
 
 def case_elements(expression: Expression) -> int:
-    """The elements of every node's value (inputs included): what an engine's tape holds."""
-    return sum(math.prod(node.shape) for node in expression.nodes)
+    """The elements of every node's value (inputs included): what an engine's tape holds,
+    with what each op holds while it computes (a convolution's im2col expansion)."""
+    return sum(math.prod(node.shape) + scratch(node) for node in expression.nodes)
+
+
+def scratch(node: Any) -> int:
+    """The elements `node`'s op holds while computing, beyond its value (`Op.scratch`)."""
+    if node.op is None or node.op.scratch is None or node.op.variadic:
+        return 0
+    return node.op.scratch(*(a.shape for a in node.args), **node.attrs)
 
 
 class CaseReader:
@@ -220,6 +228,12 @@ class CaseReader:
         where = _ExprLines(node, source)
         for made in expression.nodes:
             check_shape(made.text, made.shape, self.max_elements, where.line(made.line))
+            if (held := scratch(made)) > self.max_elements:
+                raise CaseFileError(
+                    f"{made.text}: its im2col expansion holds {held:,} elements, above the "
+                    f"limit of {self.max_elements:,} per array (raise it with --max-elements)",
+                    where.line(made.line),
+                )
         total, limit = case_elements(expression), CASE_ELEMENTS * self.max_elements
         if total > limit:
             raise CaseFileError(

@@ -74,6 +74,7 @@ def _conv_op(rank: int, name: str, data: str, filt: str, tf_fn: Any) -> Op:
         return tf_fn(tf, x, w, _conv_geo(rank, x.shape.as_list(), w.shape.as_list(), attrs))
 
     every = "strides, padding, dilations, groups, data_format, filter_format"
+    keywords = ", ".join(f"{a}={a}" for a in every.split(", "))
     return Op(
         name=name, params=("x", "w"), shape=shape, forward=forward,
         attrs={"strides": 1, "padding": "VALID", "dilations": 1, "groups": 1,
@@ -97,7 +98,7 @@ def _conv_op(rank: int, name: str, data: str, filt: str, tf_fn: Any) -> Op:
             if rank == 2 else
             "tf.compat.v1.nn.conv2d_backprop_filter(x[:, None], [1, *w.shape], g[:, None], "
             "[1, 1, strides, 1], padding, dilations=[1, 1, dilations, 1])[0]"),
-        jvp_rules=(f"{name}(t, w, {every})", f"{name}(x, t, {every})"),
+        jvp_rules=(f"{name}(t, w, {keywords})", f"{name}(x, t, {keywords})"),
         tf_jvp_rules=(f"tf.nn.{name}(t, w, strides, padding, data_format=data_format, "
                       "dilations=dilations)",
                       f"tf.nn.{name}(x, t, strides, padding, data_format=data_format, "
@@ -236,6 +237,8 @@ def conv_backprop_filter(x, g, w_shape, strides, padding, dilations, groups, dat
 RULE_NAMES = {"conv_backprop_input": conv_backprop_input,
               "conv_backprop_filter": conv_backprop_filter}  # fmt: skip
 
+_TRANSPOSE = ", ".join(f"{a}={a}" for a in ("output_shape", "strides", "padding", "data_format"))
+
 # fmt: off
 register(_conv_op(1, "conv1d", "NWC", "WIO", _tf_conv))
 register(_conv_op(2, "conv2d", "NHWC", "HWIO", _tf_conv))
@@ -249,13 +252,12 @@ register(Op(
     tf=_tf_transpose, tf_name="tf.nn.conv2d_transpose",
     doc="tf.nn.conv2d_transpose: w is [H, W, out, in], output_shape the output's full shape "
         "(the adjoint of conv2d in x); NCHW through transposes on TF's CPU",
-    rules=("conv2d(g, w, strides, padding, data_format=data_format)",
+    rules=("conv2d(g, w, strides=strides, padding=padding, data_format=data_format)",
            "conv_backprop_filter(g, x, w.shape, strides, padding, 1, 1, data_format, 'HWIO')"),
     tf_rules=("tf.nn.conv2d(g, w, strides, padding, data_format)",
               "tf.compat.v1.nn.conv2d_backprop_filter(g, w.shape, x, [1, strides, strides, 1],"
               " padding, data_format=data_format)"),
-    jvp_rules=("conv2d_transpose(t, w, output_shape, strides, padding, data_format)",
-               "conv2d_transpose(x, t, output_shape, strides, padding, data_format)"),
+    jvp_rules=(f"conv2d_transpose(t, w, {_TRANSPOSE})", f"conv2d_transpose(x, t, {_TRANSPOSE})"),
     tf_jvp_rules=("tf.nn.conv2d_transpose(t, w, output_shape, strides, padding, data_format)",
                   "tf.nn.conv2d_transpose(x, t, output_shape, strides, padding, data_format)"),
     domain={"x": Interval(-2.0, 2.0), "w": Interval(-2.0, 2.0)},
