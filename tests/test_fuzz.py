@@ -282,7 +282,6 @@ def test_a_run_is_reproducible_from_its_seed():
     assert once() == once()
 
 
-
 def test_a_seeded_run_draws_the_same_whatever_else_the_process_imported(tmp_path, monkeypatch):
     # Hypothesis draws now and then a literal of any loaded module outside the standard
     # library and site-packages: a new engine file or an edit of gradcheck changed what a
@@ -297,6 +296,7 @@ def test_a_seeded_run_draws_the_same_whatever_else_the_process_imported(tmp_path
     monkeypatch.syspath_prepend(tmp_path)
     __import__("literals_galore")
     assert once() == before
+
 
 def test_the_budget_bounds_the_run():
     run = fuzz_engine(BuiltinEngine, ops=["add"], budget=Budget(40), seed=1)
