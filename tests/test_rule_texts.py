@@ -42,6 +42,19 @@ APPLICATIONS: dict[str, list[tuple[list, dict]]] = {
     "reshape": [([(2, 3)], {"shape": [3, 2]})],
     "flip": [([(2, 3, 4)], {"axis": [0, 2]}), ([(2, 3)], {"axis": -1})],
     "swapaxes": [([(2, 3, 4)], {"axis1": 0, "axis2": -1})],
+    # ops/layout.py
+    "pad": [([(2, 3)], {"paddings": [[1, 0], [2, 2]], "mode": "reflect", "constant_values": 0}),
+            ([(3, 2)], {"paddings": [[3, 1], [0, 2]], "mode": "symmetric", "constant_values": 0}),
+            ([(2, 3)], {"paddings": [[0, 2], [1, 0]], "mode": "constant", "constant_values": 1.5})],
+    "tile": [([(2, 3)], {"reps": [2, 3]}), ([(3,)], {"reps": [1]})],
+    "repeat": [([(2, 3)], {"repeats": [2, 0, 1], "axis": -1}),
+               ([(2, 3)], {"repeats": 2, "axis": None}), ([(2, 3)], {"repeats": 3, "axis": 0})],
+    "roll": [([(2, 3, 4)], {"shift": [1, -2], "axis": [0, 2]}),
+             ([(2, 3)], {"shift": 4, "axis": None}), ([(4,)], {"shift": -1, "axis": 0})],
+    "dilate": [([(2, 3)], {"axes": [0, -1], "dilation": 1}),
+               ([(2, 3)], {"axes": 1, "dilation": 2})],
+    "undilate": [([(5, 3)], {"axes": [0, 1], "dilation": 1}),
+                 ([(2, 7)], {"axes": -1, "dilation": 2})],
     "transpose": [([(2, 3, 4)], {"perm": [1, 2, 0]}), ([(2, 3)], {"perm": None})],
     "matrix_transpose": [([(2, 3, 4)], {})],
     "expand_dims": [([(2, 3)], {"axis": 1})], "squeeze": [([(2, 1, 3)], {"axis": None})],
@@ -120,6 +133,8 @@ def names(op, g, y, args, attrs, i) -> dict:
         out["n"] = reduced_size(x.shape, attrs["axis"])
     if op.name == "transpose":
         out["perm"] = _perm(attrs["perm"], args[0].ndim)
+    if op.name in ("dilate", "undilate"):
+        out["axes"] = normalize_axes(attrs["axes"], args[0].ndim)
     if op.name == "broadcast_to":
         x, lead = args[0], len(attrs["shape"]) - args[0].ndim
         target = attrs["shape"]

@@ -46,6 +46,7 @@ Conventions shared by every declaration:
   ``kept_shape`` is x's shape with those axes as size 1 and ``n`` the number of elements
   each output summarises; ``summed_axes`` (broadcast_to) the axes broadcasting added or
   stretched; ``sizes``/``offsets`` (concat) the pieces' lengths and where they end.
+  ``axes`` (dilate, undilate) the tuple of dilated axes, non-negative.
   Elementwise rules give the broadcast shape, summed back by `unbroadcast` as the VJPs
   are. broadcast_to's VJP gives it too (so a fault in that one step reaches it as it
   reaches the binary ops), but its text writes the sum out: alone, ``g`` would read as

@@ -135,6 +135,14 @@ class AutogradEngine(NumpyApiOps):
             return anp.max(anp.abs(x), axis=axis, keepdims=keepdims)
         return anp.sqrt(anp.sum(x * x, axis=axis, keepdims=keepdims))
 
+    def pad(self, x, paddings, mode="constant", constant_values=0):
+        # autograd's pad VJP knows the constant mode only, and fails even on that one.
+        return self.pad_by_concat(x, paddings, mode, constant_values)
+
+    def repeat(self, x, repeats, axis=None):
+        # autograd's repeat takes no list of counts.
+        return self.repeat_by_index(x, repeats, axis)
+
     def cumprod(self, x, axis=0, exclusive=False, reverse=False):
         raise NotImplementedError("HIPS autograd defines no VJP for cumprod")
 
