@@ -11,6 +11,7 @@ report shows which cases wait for which method. Next to it goes a first case fil
 
 from __future__ import annotations
 
+import json
 import re
 import textwrap
 from pathlib import Path
@@ -109,8 +110,13 @@ def _section(title: str) -> str:
     return f"    # -- {title} {rule}\n"
 
 
+def _literal(value: object) -> str:
+    """A default as ruff format writes it: strings in double quotes."""
+    return json.dumps(value) if isinstance(value, str) else repr(value)
+
+
 def _op_method(op: Op) -> str:
-    params = ["self", *op.params, *(f"{k}={v!r}" for k, v in op.attrs.items())]
+    params = ["self", *op.params, *(f"{k}={_literal(v)}" for k, v in op.attrs.items())]
     summary = f"{op.signature} -> {op.tf_name or 'no TensorFlow builder'}"
     if op.operator:
         summary += f", also the operator {'-x' if op.operator == 'u-' else op.operator}"
