@@ -35,10 +35,12 @@ from typing import Any, ClassVar
 import autograd
 import autograd.numpy as anp
 import numpy as np
+from autograd.scipy.linalg import solve_triangular
 from autograd.scipy.special import erf, expit
 from autograd.scipy.special import logsumexp as _logsumexp
 
 from .numpy_api import NumpyApiOps, np_axis
+from .numpy_api_linalg import NumpyApiLinalgOps
 
 # selu's constants (Klambauer et al. 2017); autograd has no selu of its own.
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -51,7 +53,7 @@ def _axes(axis, ndim: int) -> list[int]:
     return list(axis) if isinstance(axis, (list, tuple)) else [axis]
 
 
-class AutogradEngine(NumpyApiOps):
+class AutogradEngine(NumpyApiLinalgOps, NumpyApiOps):
     name = "autograd"
     xp = anp
     conventions: ClassVar[dict[str, str]] = {
@@ -114,6 +116,19 @@ class AutogradEngine(NumpyApiOps):
 
     def silu(self, x):
         return x * expit(x)
+
+    def einsum(self, *operands, equation=None):
+        inputs = equation.split("->")[0].split(",")
+        if any(len(set(s)) < len(s) for s in inputs):  # "ii->i"
+            raise NotImplementedError(
+                "HIPS autograd's einsum VJP refuses a repeated index within an operand"
+            )
+        return anp.einsum(equation, *operands)
+
+    def triangular_solve(self, a, b, lower=True):
+        if anp.ndim(a) != 2 or anp.ndim(b) != 2:
+            raise NotImplementedError("HIPS autograd's solve_triangular VJP takes 2-D arrays only")
+        return solve_triangular(a, b, lower=lower)
 
     def prod(self, x, axis=None, keepdims=False):
         # autograd's prod VJP divides the product by x (NaN at a zero): the factors are
