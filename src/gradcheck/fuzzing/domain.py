@@ -20,7 +20,7 @@ import numpy as np
 from ..cases.dtypes import numpy_dtype
 from ..cases.model import Case
 from ..engines.builtin.engine import BuiltinEngine
-from ..engines.driver import EngineRun, Unsupported, build_expression
+from ..engines.driver import EngineFailure, EngineRun, Unsupported, build_expression
 from ..expression import Node
 from ..ops.broadcast import normalize_axes
 from ..ops.registry import DOMINANCE
@@ -48,6 +48,10 @@ def admissible(
         built = build_expression(
             engine, expression, case.inputs, set(case.wrt), case.cotangent.dtype
         )
+    except EngineFailure as e:  # a singular matrix inverted: outside the op's domain
+        if isinstance(e.__cause__, np.linalg.LinAlgError):
+            raise Unfair from e
+        raise
     except Unsupported:  # forward values only
         engine, built = (
             None,

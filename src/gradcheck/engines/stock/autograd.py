@@ -118,17 +118,34 @@ class AutogradEngine(NumpyApiLinalgOps, NumpyApiOps):
         return x * expit(x)
 
     def einsum(self, *operands, equation=None):
-        inputs = equation.split("->")[0].split(",")
-        if any(len(set(s)) < len(s) for s in inputs):  # "ii->i"
-            raise NotImplementedError(
-                "HIPS autograd's einsum VJP refuses a repeated index within an operand"
-            )
-        return anp.einsum(equation, *operands)
+        # autograd's einsum VJP refuses a repeated index ("ii->i"): each repeat is taken
+        # as a diagonal first, of the last two axes (the only ones its VJP takes), last.
+        inputs, arrow, output = equation.partition("->")
+        if not arrow:  # implicit: the indices used once, sorted
+            used = inputs.replace(",", "")
+            output = "".join(sorted(c for c in set(used) if used.count(c) == 1))
+        subscripts, taken = [], []
+        for s, x in zip(inputs.split(","), operands, strict=True):
+            while len(set(s)) < len(s):
+                c = next(c for c in s if s.count(c) > 1)
+                p, q = s.index(c), s.index(c, s.index(c) + 1)
+                x = anp.diagonal(anp.moveaxis(x, [p, q], [-1, -2]), axis1=-1, axis2=-2)
+                s = s[:p] + s[p + 1 : q] + s[q + 1 :] + c
+            subscripts.append(s)
+            taken.append(x)
+        return anp.einsum(f"{','.join(subscripts)}->{output}", *taken)
 
     def triangular_solve(self, a, b, lower=True):
-        if anp.ndim(a) != 2 or anp.ndim(b) != 2:
-            raise NotImplementedError("HIPS autograd's solve_triangular VJP takes 2-D arrays only")
-        return solve_triangular(a, b, lower=lower)
+        # autograd's solve_triangular VJP takes 2-D arrays only: a batch is solved matrix
+        # by matrix, batch axes broadcast as TensorFlow's.
+        if anp.ndim(a) == 2 and anp.ndim(b) == 2:
+            return solve_triangular(a, b, lower=lower)
+        batch = np.broadcast_shapes(anp.shape(a)[:-2], anp.shape(b)[:-2])
+        a, b = (self.broadcast_to(v, (*batch, *anp.shape(v)[-2:])) for v in (a, b))
+        flat_a = anp.reshape(a, (-1, *anp.shape(a)[-2:]))
+        flat_b = anp.reshape(b, (-1, *anp.shape(b)[-2:]))
+        solved = [solve_triangular(flat_a[k], flat_b[k], lower=lower) for k in range(len(flat_a))]
+        return anp.reshape(anp.stack(solved), (*batch, *anp.shape(b)[-2:]))
 
     def prod(self, x, axis=None, keepdims=False):
         # autograd's prod VJP divides the product by x (NaN at a zero): the factors are
