@@ -85,6 +85,17 @@ def _distinct_magnitudes(rng: np.random.Generator, shape: Shape) -> np.ndarray:
     return (rng.choice([-1.0, 1.0], n) * (rng.permutation(n) * 0.25 + 0.25)).reshape(shape)
 
 
+def _dominant(rng: np.random.Generator, shape: Shape) -> np.ndarray:
+    """Square matrices, diagonally dominant: well-conditioned, for inv, det and the solvers."""
+    return rng.standard_normal(shape) + (shape[-1] + 1) * np.eye(shape[-1])
+
+
+def _spd(rng: np.random.Generator, shape: Shape) -> np.ndarray:
+    """Symmetric positive-definite matrices, well-conditioned, for cholesky."""
+    m = rng.standard_normal(shape)
+    return m @ np.swapaxes(m, -1, -2) + shape[-1] * np.eye(shape[-1])
+
+
 NORMAL = each(_normal)
 POSITIVE = each(_positive)
 NONZERO = each(_nonzero)
@@ -256,6 +267,35 @@ CASES: list[Case] = [
     case("diag_part", (3, 3)),
     case("diag_part", (2, 3, 4)),
     case("diag_part", (2, 4, 2)),
+    # contractions: tensordot's axes as an int and as pairs; einsum with repeated indices
+    case("tensordot", (2, 3, 4), (3, 4, 5), axes=2),
+    case("tensordot", (2, 3, 4), (4, 5, 2), axes=[[2, 0], [0, 2]]),
+    case("tensordot", (3,), (2, 2), axes=0),
+    case("tensordot", (2, 3), (4, 3), axes=[-1, -1]),
+    case("einsum", (3, 4), (4, 2), equation="ij,jk->ki"),
+    case("einsum", (4, 4), equation="ii->i"),
+    case("einsum", (3, 3), equation="ii->"),
+    case("einsum", (3, 3), (3, 2), equation="ii,ij->j"),
+    case("einsum", (2, 2, 3), (4,), equation="iij,k->kj"),
+    case("einsum", (2, 3, 4), (2, 4, 2), (2, 2), equation="bij,bjk,bk->bi"),
+    case("einsum", (3, 4), (4,), equation="ij,j"),
+    # inverses and solvers, on well-conditioned matrices (singular-adjacent ones left out)
+    case("inv", (3, 3), gen=each(_dominant)),
+    case("inv", (2, 3, 3), gen=each(_dominant)),
+    case("inv", (1, 1), gen=each(_dominant)),
+    case("det", (3, 3), gen=each(_dominant)),
+    case("det", (2, 2, 3, 3), gen=each(_dominant)),
+    case("det", (2, 1, 1), gen=each(_dominant)),
+    case("solve", (3, 3), (3, 2), gen=each(_dominant, _normal)),
+    case("solve", (2, 3, 3), (2, 3, 1), gen=each(_dominant, _normal)),
+    case("solve", (2, 2), (2, 4), gen=each(_dominant, _normal)),
+    case("cholesky", (3, 3), gen=each(_spd)),
+    case("cholesky", (2, 3, 3), gen=each(_spd)),
+    case("cholesky", (1, 1), gen=each(_spd)),
+    case("triangular_solve", (3, 3), (3, 2), gen=each(_dominant, _normal)),
+    case("triangular_solve", (2, 3, 3), (3, 2), gen=each(_dominant, _normal), lower=False),
+    case("triangular_solve", (3, 3), (2, 3, 1), gen=each(_dominant, _normal)),
+    case("triangular_solve", (1, 2, 2), (3, 2, 2), gen=each(_dominant, _normal), lower=False),
     # nn
     *(
         case(op, shape, **attrs)
@@ -457,9 +497,22 @@ def fd_vjp(
         plus, minus = [a.copy() for a in args], [a.copy() for a in args]
         plus[i][j] += FD_STEP
         minus[i][j] -= FD_STEP
-        diff = op_forward(op, plus, attrs) - op_forward(op, minus, attrs)
+        diff = op_forward(op, symmetrised(op, plus), attrs) - op_forward(
+            op, symmetrised(op, minus), attrs
+        )
         grad[j] = np.vdot(cot, diff) / (2 * FD_STEP)
     return grad
+
+
+def symmetrised(op: Op, args: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """The arguments an op reads as symmetric matrices (cholesky's) as (x + x^T) / 2, as the
+    numeric reference reads them: a step in one element moves its mirror too, so that the
+    differences are the symmetrised gradient, TensorFlow's."""
+    out = list(args)
+    for param in op.symmetric:
+        k = op.params.index(param)
+        out[k] = (out[k] + np.swapaxes(out[k], -1, -2)) / 2
+    return out
 
 
 # --- coverage -------------------------------------------------------------------------
@@ -756,6 +809,32 @@ SHAPE_ERRORS = [
     ("cumsum", [()], {}, "axis 0 is out of range for rank 0"),
     ("cumprod", [(2, 3)], {"exclusive": 1}, "exclusive must be true or false, got 1"),
     ("cumprod", [(2, 3)], {"reverse": "yes"}, "reverse must be true or false, got 'yes'"),
+    ("tensordot", [(2, 3), (3, 4)], {}, "axes is required: an integer or a pair"),
+    ("tensordot", [(2, 3), (3, 4)], {"axes": 3}, "axes=3 contracts that many axes of each side"),
+    ("tensordot", [(2, 3), (3, 4)], {"axes": [[0], [0]]}, "axis 0 of a has size 2, axis 0 of b 3"),
+    ("tensordot", [(2, 3), (3, 4)], {"axes": [[1, 0], [0]]}, "pairs 2 axes of a with 1 of b"),
+    ("tensordot", [(2, 3), (3, 4)], {"axes": [[2], [0]]}, "axes of a: axis 2 is out of range"),
+    ("tensordot", [(2, 3), (3, 4)], {"axes": "1"}, "axes must be an integer or a pair"),
+    ("einsum", [(2, 3)], {}, "equation must be a string such as 'ij,jk->ik', got None"),
+    ("einsum", [(2, 3)], {"equation": "ij,jk->ik"}, "has subscripts for 2 operand(s), got 1"),
+    ("einsum", [(2, 3)], {"equation": "ijk->i"}, "operand 1 has shape (2, 3) (rank 2)"),
+    ("einsum", [(2, 3), (4, 5)], {"equation": "ij,jk->ik"}, "index 'j' has size 3 in operand 1"),
+    ("einsum", [(2, 3)], {"equation": "ii->i"}, "index 'i' has size 2 in operand 1 and 3"),
+    ("einsum", [(2, 3)], {"equation": "ij->k"}, "output index 'k' is in no operand"),
+    ("einsum", [(2, 3)], {"equation": "ij->ii"}, "the output repeats index 'i'"),
+    ("einsum", [(2, 3)], {"equation": "i1->i"}, "an index is one letter a-z or A-Z, got '1'"),
+    ("einsum", [(2, 3)], {"equation": "...j->j"}, "'...' is not supported; name every axis"),
+    ("einsum", [(2, 3)], {"equation": "ij->i->j"}, "has more than one '->'"),
+    ("inv", [(2, 3)], {}, "x has shape (2, 3); it needs square matrices in its last two axes"),
+    ("det", [(3,)], {}, "x has shape (3,); it needs square matrices"),
+    ("cholesky", [(2, 3, 4)], {}, "x has shape (2, 3, 4); it needs square matrices"),
+    ("solve", [(3, 4), (3, 1)], {}, "a has shape (3, 4); it needs square matrices"),
+    ("solve", [(3, 3), (3,)], {}, "b has shape (3,); it needs matrices [..., 3, k]"),
+    ("solve", [(3, 3), (2, 1)], {}, "b has 2 rows, a is 3x3"),
+    ("solve", [(2, 3, 3), (3, 1)], {}, "batch axes (2,) and () differ (tf.linalg.solve"),
+    ("triangular_solve", [(3, 3), (2, 1)], {}, "b has shape (2, 1); it needs matrices [..., 3"),
+    ("triangular_solve", [(2, 3, 3), (4, 3, 1)], {}, "batch axes: shapes (2,) and (4,) do not"),
+    ("triangular_solve", [(3, 3), (3, 1)], {"lower": 1}, "lower must be True or False, got 1"),
     ("getitem", [(3, 4)], {"index": (5,)}, "index [5] does not apply to shape (3, 4)"),
     ("getitem", [(3, 4)], {"index": (0, 0, 0)}, "index [0, 0, 0] does not apply to shape (3, 4)"),
     ("getitem", [(3, 4)], {"index": (Ellipsis, Ellipsis)}, "index [..., ...] does not apply"),

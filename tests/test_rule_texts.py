@@ -13,6 +13,7 @@ import pytest
 
 from gradcheck.ops import all_ops, get_op, unbroadcast
 from gradcheck.ops.broadcast import normalize_axes
+from gradcheck.ops.contractions import einsum_adjoint, fill_arrays, tensordot_axes
 from gradcheck.ops.reductions import reduced_size
 from gradcheck.ops.shape import _perm
 from gradcheck.references.tensorflow import load_tensorflow
@@ -99,6 +100,17 @@ APPLICATIONS: dict[str, list[tuple[list, dict]]] = {
              ([(2, 3)], {"ord": 1, "axis": 1, "keepdims": False}),
              ([[[1.0, -3.0, 3.0], [2.0, 0.5, -1.0]]], {"ord": "inf", "axis": -1, "keepdims": True}),
              ([(2, 3, 4)], {"ord": "fro", "axis": [0, 2], "keepdims": False})],
+    # ops/contractions.py, ops/solvers.py
+    "tensordot": [([(2, 3, 4), (4, 3, 5)], {"axes": [[2, 1], [0, 1]]}),
+                  ([(2, 3), (3, 4)], {"axes": 1}), ([(2,), (3, 2)], {"axes": 0})],
+    "einsum": [([[(3, 4), (4, 2)]], {"equation": "ij,jk->ki"}),
+               ([[(3, 3), (3, 2)]], {"equation": "ii,ij->j"}),
+               ([[(3, 3, 2), (4,)]], {"equation": "iij,k->jk"}), ([[(3, 3)]], {"equation": "ii"})],
+    "inv": [(["dominant(2, 3, 3)"], {})], "det": [(["dominant(2, 3, 3)"], {})],
+    "solve": [(["dominant(2, 3, 3)", (2, 3, 2)], {})],
+    "cholesky": [(["spd(2, 3, 3)"], {})],
+    "triangular_solve": [(["dominant(2, 3, 3)", (3, 2)], {"lower": True}),
+                         (["dominant(3, 3)", (2, 3, 1)], {"lower": False})],
 }
 # fmt: on
 
@@ -106,6 +118,12 @@ APPLICATIONS: dict[str, list[tuple[list, dict]]] = {
 def value(spec, rng: np.random.Generator) -> np.ndarray:
     if isinstance(spec, str) and spec.startswith("ints"):  # an integer argument: indices
         return np.array(eval(spec.removeprefix("ints")), dtype=np.int64)
+    if isinstance(spec, str) and spec.startswith(("dominant", "spd")):  # well-conditioned
+        shape = eval(spec.removeprefix("dominant").removeprefix("spd"))
+        m = rng.standard_normal(shape)
+        if spec.startswith("spd"):
+            return m @ np.swapaxes(m, -1, -2) + shape[-1] * np.eye(shape[-1])
+        return m + (shape[-1] + 1) * np.eye(shape[-1])
     if isinstance(spec, str):  # "positive(2, 3)"
         shape = eval(spec.removeprefix("positive"))
         return rng.uniform(0.5, 2.0, shape)
@@ -119,12 +137,22 @@ def names(op, g, y, args, attrs, i) -> dict:
     # The ops by name, for what NumPy has no function for (erf, cumsum with exclusive).
     out = {**{o.name: o for o in all_ops()}, "g": g, "y": y, **attrs}
     if op.variadic:
-        out["values"] = args
+        out["values"] = out[op.params[0]] = args
         out["i"] = i
+    if "axis" in attrs and op.variadic:  # concat, stack
         sizes = [v.shape[attrs["axis"]] for v in args]
         out["sizes"], out["offsets"] = sizes, list(np.cumsum(sizes)[:-1])
-    else:
+    if not op.variadic:
         out.update(zip(op.params, args, strict=True))
+    if op.name == "tensordot":
+        a, b = args
+        out["axes_a"], out["axes_b"] = tensordot_axes(attrs["axes"], a.ndim, b.ndim)
+        out["free_a"] = [k for k in range(a.ndim) if k not in out["axes_a"]]
+        out["free_b"] = [k for k in range(b.ndim) if k not in out["axes_b"]]
+    if op.name == "einsum":
+        adjoint, others, fill = einsum_adjoint(attrs["equation"], [v.shape for v in args], i)
+        out["adjoint"], out["others"] = adjoint, [args[k] for k in others]
+        out["fill"] = fill_arrays(fill, np.float64)
     if "keepdims" in attrs:  # a reduction
         x = args[0]
         axes = normalize_axes(attrs["axis"], x.ndim)
@@ -141,6 +169,16 @@ def names(op, g, y, args, attrs, i) -> dict:
         stretched = [lead + a for a, d in enumerate(x.shape) if d == 1 and target[lead + a] != 1]
         out["summed_axes"] = (*range(lead), *stretched)
     return out
+
+
+def _tf_value(tf, value):
+    """A name's value in TensorFlow: arrays, and lists of arrays (a variadic op's
+    operands, einsum's others and fill), as tensors; anything else as it is."""
+    if isinstance(value, np.ndarray):
+        return tf.constant(value)
+    if isinstance(value, list) and value and all(isinstance(v, np.ndarray) for v in value):
+        return [tf.constant(v) for v in value]
+    return value
 
 
 def evaluate(text: str, namespace: dict):
@@ -202,12 +240,7 @@ def test_the_numpy_text_computes_the_vjp(name, k, i):
 def test_the_tensorflow_text_computes_the_vjp(name, k, i):
     tf = load_tensorflow()
     op, args, attrs, y, g = setup(name, k)
-    tensors = {
-        key: tf.constant(v) if isinstance(v, np.ndarray) else v
-        for key, v in names(op, g, y, args, attrs, i).items()
-    }
-    if op.variadic:
-        tensors["values"] = [tf.constant(v) for v in args]
+    tensors = {key: _tf_value(tf, v) for key, v in names(op, g, y, args, attrs, i).items()}
     got = np.asarray(evaluate(op.rule(i, "tensorflow"), {"tf": tf, **tensors}), np.float64)
     np.testing.assert_allclose(
         unbroadcast(got, args[i].shape), want(op, args, attrs, y, g, i), rtol=1e-12, atol=1e-12
@@ -245,11 +278,7 @@ def test_the_numpy_text_computes_the_jvp(name, k, i):
 @pytest.mark.parametrize(("name", "k", "i"), list(applications()))
 def test_the_tensorflow_text_computes_the_jvp(name, k, i):
     tf = load_tensorflow()
-    op, namespace, args, expected = jvp_setup(name, k, i)
-    tensors = {
-        key: tf.constant(v) if isinstance(v, np.ndarray) else v for key, v in namespace.items()
-    }
-    if op.variadic:
-        tensors["values"] = [tf.constant(v) for v in args]
+    op, namespace, _, expected = jvp_setup(name, k, i)
+    tensors = {key: _tf_value(tf, v) for key, v in namespace.items()}
     got = np.asarray(evaluate(op.rule(i, "tensorflow", "fwd"), {"tf": tf, **tensors}), np.float64)
     np.testing.assert_allclose(np.broadcast_to(got, expected.shape), expected, 1e-12, 1e-12)

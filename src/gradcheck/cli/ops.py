@@ -153,7 +153,10 @@ def _ops_markdown() -> str:
         "x's shape with them as size 1 and `n` the number of elements each output",
         "summarises. Elementwise VJPs give the broadcast shape, which is then summed back to",
         "each argument's shape (unbroadcast); a JVP may give the argument's shape, which is",
-        "then broadcast to the output's.",
+        "then broadcast to the output's. For tensordot `axes_a`/`axes_b` are the contracted",
+        "axes of a and of b, pairwise, `free_a`/`free_b` the others; for einsum `adjoint` is",
+        "operand i's VJP as an equation, `others` the other operands and `fill` the identity",
+        "matrices (a repeated index) and ones (an index only operand i has) it needs.",
         "",
         "| op | TensorFlow | meaning | VJP (NumPy) | VJP (TensorFlow) | JVP (NumPy) "
         "| JVP (TensorFlow) |",

@@ -35,6 +35,8 @@ SECTIONS = {
     "statistics": "var, std and norm: axis as a reduction's",
     "comparisons": "comparisons (0/1 in the case dtype, no gradient), where and clip",
     "gathers": "gathers: integer indices (int32 or int64); a repeated index accumulates",
+    "contractions": "contractions: tensordot's axes an int or a pair; einsum's equation first",
+    "solvers": "inverses and solvers: square matrices in the last two axes, batched",
     "user": "user-defined ops (--ops)",
 }
 PARAM_NOTES = {
@@ -117,13 +119,16 @@ def _literal(value: object) -> str:
 
 def _op_method(op: Op) -> str:
     params = ["self", *op.params, *(f"{k}={_literal(v)}" for k, v in op.attrs.items())]
+    if op.leading is not None:  # einsum(self, *operands, equation=None)
+        params = ["self", f"*{op.params[0]}", *params[2:]]
     summary = f"{op.signature} -> {op.tf_name or 'no TensorFlow builder'}"
     if op.operator:
         summary += f", also the operator {'-x' if op.operator == 'u-' else op.operator}"
     meaning = op.doc or f"user-defined op, declared at {op.origin}"
     details = [meaning if meaning.endswith(".") else f"{meaning}."]
     if op.variadic:
-        details.append(f"`{op.params[0]}` is a list of your nodes.")
+        how = "your nodes, spread" if op.leading else "a list of your nodes"
+        details.append(f"`{op.params[0]}` is {how}.")
     if op.name in PARAM_NOTES:
         details.append(PARAM_NOTES[op.name])
     details += [

@@ -17,43 +17,13 @@ from typing import Any
 
 from ..ops import Op, Shape, ShapeError, all_ops, get_op, has_op, operator_ops
 from .graph import Expression, Node
+from .syntax import BINOPS as _BINOPS
+from .syntax import COMPARISONS as _COMPARISONS
+from .syntax import FORBIDDEN as _FORBIDDEN
+from .syntax import UNSUPPORTED_BINOPS as _UNSUPPORTED_BINOPS
+from .syntax import ExpressionError
 
 MAX_DEPTH = 200
-
-_BINOPS = {ast.MatMult: "@", ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
-_COMPARISONS = {
-    ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!=",
-}  # fmt: skip
-_UNSUPPORTED_BINOPS = {
-    ast.FloorDiv: "//",
-    ast.Mod: "%",
-    ast.LShift: "<<",
-    ast.RShift: ">>",
-    ast.BitOr: "|",
-    ast.BitXor: "^",
-    ast.BitAnd: "&",
-}
-_FORBIDDEN = {
-    ast.Attribute: "attribute access is not allowed; call an op by its name",
-    ast.Lambda: "lambda is not allowed",
-    ast.BoolOp: "and/or are not allowed",
-    ast.IfExp: "conditional expressions are not allowed",
-    ast.Dict: "dicts are not allowed",
-    ast.Set: "sets are not allowed",
-    ast.ListComp: "comprehensions are not allowed",
-    ast.GeneratorExp: "comprehensions are not allowed",
-    ast.Starred: "*args are not allowed",
-    ast.JoinedStr: "strings are not allowed",
-}
-
-
-class ExpressionError(ValueError):
-    """A problem with an expression, at `line` (1-based, within the expression)."""
-
-    def __init__(self, message: str, line: int = 1) -> None:
-        super().__init__(message)
-        self.message = message
-        self.line = line
 
 
 def parse(
@@ -241,6 +211,8 @@ class _Parser:
                 node.lineno,
             )
         op = get_op(node.func.id)
+        if op.leading is not None:
+            return self._leading_call(node, op, depth)
         n_params = len(op.params)
         positional, extra = node.args[:n_params], node.args[n_params:]
         if len(positional) < n_params:
@@ -272,6 +244,29 @@ class _Parser:
             args = [self._node(v, depth + 1) for v in values.elts]
         else:
             args = [self._node(a, depth + 1) for a in positional]
+        return self._apply(node, op, args, attrs)
+
+    def _leading_call(self, node: ast.Call, op: Op, depth: int) -> Node:
+        """einsum("ij,jk->ik", a, b): the leading attribute, a string, then the operands."""
+        first = node.args[0] if node.args else None
+        if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+            raise ExpressionError(
+                f"{self._text(node)}: {op.name} takes its {op.leading} first, a string: "
+                f'{op.name}("ij,jk->ik", a, b)',
+                node.lineno,
+            )
+        if len(node.args) < 2:
+            raise ExpressionError(
+                f"{self._text(node)}: {op.name} needs at least one operand after its {op.leading}",
+                node.lineno,
+            )
+        attrs: dict[str, Any] = {op.leading: first.value}
+        for kw in node.keywords:
+            if kw.arg is None or kw.arg in attrs:
+                what = "**kwargs are not allowed" if kw.arg is None else f"{kw.arg} given twice"
+                raise ExpressionError(f"{self._text(node)}: {what}", node.lineno)
+            attrs[kw.arg] = _literal(kw.value, self._text(kw.value))
+        args = [self._node(a, depth + 1) for a in node.args[1:]]
         return self._apply(node, op, args, attrs)
 
     def _apply(self, node: ast.AST, op: Op, args: list[Node], attrs: dict[str, Any]) -> Node:

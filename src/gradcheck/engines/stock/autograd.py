@@ -35,10 +35,12 @@ from typing import Any, ClassVar
 import autograd
 import autograd.numpy as anp
 import numpy as np
+from autograd.scipy.linalg import solve_triangular
 from autograd.scipy.special import erf, expit
 from autograd.scipy.special import logsumexp as _logsumexp
 
 from .numpy_api import NumpyApiOps, np_axis
+from .numpy_api_linalg import NumpyApiLinalgOps
 
 # selu's constants (Klambauer et al. 2017); autograd has no selu of its own.
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -51,7 +53,7 @@ def _axes(axis, ndim: int) -> list[int]:
     return list(axis) if isinstance(axis, (list, tuple)) else [axis]
 
 
-class AutogradEngine(NumpyApiOps):
+class AutogradEngine(NumpyApiLinalgOps, NumpyApiOps):
     name = "autograd"
     xp = anp
     conventions: ClassVar[dict[str, str]] = {
@@ -114,6 +116,36 @@ class AutogradEngine(NumpyApiOps):
 
     def silu(self, x):
         return x * expit(x)
+
+    def einsum(self, *operands, equation=None):
+        # autograd's einsum VJP refuses a repeated index ("ii->i"): each repeat is taken
+        # as a diagonal first, of the last two axes (the only ones its VJP takes), last.
+        inputs, arrow, output = equation.partition("->")
+        if not arrow:  # implicit: the indices used once, sorted
+            used = inputs.replace(",", "")
+            output = "".join(sorted(c for c in set(used) if used.count(c) == 1))
+        subscripts, taken = [], []
+        for s, x in zip(inputs.split(","), operands, strict=True):
+            while len(set(s)) < len(s):
+                c = next(c for c in s if s.count(c) > 1)
+                p, q = s.index(c), s.index(c, s.index(c) + 1)
+                x = anp.diagonal(anp.moveaxis(x, [p, q], [-1, -2]), axis1=-1, axis2=-2)
+                s = s[:p] + s[p + 1 : q] + s[q + 1 :] + c
+            subscripts.append(s)
+            taken.append(x)
+        return anp.einsum(f"{','.join(subscripts)}->{output}", *taken)
+
+    def triangular_solve(self, a, b, lower=True):
+        # autograd's solve_triangular VJP takes 2-D arrays only: a batch is solved matrix
+        # by matrix, batch axes broadcast as TensorFlow's.
+        if anp.ndim(a) == 2 and anp.ndim(b) == 2:
+            return solve_triangular(a, b, lower=lower)
+        batch = np.broadcast_shapes(anp.shape(a)[:-2], anp.shape(b)[:-2])
+        a, b = (self.broadcast_to(v, (*batch, *anp.shape(v)[-2:])) for v in (a, b))
+        flat_a = anp.reshape(a, (-1, *anp.shape(a)[-2:]))
+        flat_b = anp.reshape(b, (-1, *anp.shape(b)[-2:]))
+        solved = [solve_triangular(flat_a[k], flat_b[k], lower=lower) for k in range(len(flat_a))]
+        return anp.reshape(anp.stack(solved), (*batch, *anp.shape(b)[-2:]))
 
     def prod(self, x, axis=None, keepdims=False):
         # autograd's prod VJP divides the product by x (NaN at a zero): the factors are

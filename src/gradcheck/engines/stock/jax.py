@@ -31,10 +31,12 @@ from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
+import jax.scipy.linalg
 import jax.scipy.special
 import numpy as np
 
 from .numpy_api import NumpyApiOps, np_axis
+from .numpy_api_linalg import NumpyApiLinalgOps
 
 jax.config.update("jax_enable_x64", True)  # before any array is made
 
@@ -86,7 +88,7 @@ def _tangent(fn: Callable[..., Any], primals: tuple, tangents: tuple) -> Any:
     return jax.jvp(fn, primals, tangents)[1]
 
 
-class JaxEngine(NumpyApiOps):
+class JaxEngine(NumpyApiLinalgOps, NumpyApiOps):
     name = "jax"
     xp = jnp
     conventions: ClassVar[dict[str, str]] = {
@@ -157,6 +159,12 @@ class JaxEngine(NumpyApiOps):
         # JAX's own: the shared index-grid version raised TracerArrayConversionError
         # under forward mode's jit, where the indices arrive traced.
         return jnp.take_along_axis(x, indices, axis=axis)
+
+    def triangular_solve(self, a, b, lower=True):
+        # JAX's solve_triangular wants equal batch axes: broadcast them first, as TF does.
+        batch = jnp.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        a, b = (jnp.broadcast_to(v, (*batch, *v.shape[-2:])) for v in (a, b))
+        return jax.scipy.linalg.solve_triangular(a, b, lower=lower)
 
     def logsumexp(self, x, axis=None, keepdims=False):
         return jax.nn.logsumexp(x, axis=np_axis(axis), keepdims=keepdims)

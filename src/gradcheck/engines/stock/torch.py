@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from .torch_layout import TorchLayoutOps
+from .torch_linalg import TorchLinalgOps
 
 
 def _dims(x: torch.Tensor, axis: Any) -> Any:
@@ -84,7 +85,7 @@ def _running(
     return torch.flip(y, [axis]) if reverse else y  # fmt: skip
 
 
-class TorchEngine(TorchLayoutOps):
+class TorchEngine(TorchLayoutOps, TorchLinalgOps):
     name = "torch"
     conventions: ClassVar[dict[str, str]] = {
         "maximum": "split",
