@@ -74,6 +74,16 @@ def below(n: int) -> Callable[[np.random.Generator, Shape], np.ndarray]:
     return lambda rng, shape: rng.integers(0, n, shape)
 
 
+def probabilities(axis: int) -> Callable[[np.random.Generator, Shape], np.ndarray]:
+    """Positive values that sum to 1 along `axis`: softmax_cross_entropy's soft labels."""
+
+    def draw(rng: np.random.Generator, shape: Shape) -> np.ndarray:
+        p = rng.uniform(0.1, 1.0, shape)
+        return p / p.sum(axis=axis, keepdims=True)
+
+    return draw
+
+
 def _between_jumps(rng: np.random.Generator, shape: Shape) -> np.ndarray:
     """k + [0.1, 0.4]: away from floor's and ceil's jumps (integers) and round's (halves)."""
     return rng.integers(-3, 3, shape) + rng.uniform(0.1, 0.4, shape)
@@ -334,6 +344,47 @@ CASES: list[Case] = [
     case("sparse_softmax_cross_entropy", (4, 5), (4,), gen=each(_normal, below(5))),
     case("sparse_softmax_cross_entropy", (2, 3, 4), (2, 3), gen=each(_normal, below(4))),
     case("sparse_softmax_cross_entropy", (3,), (), gen=each(_normal, below(3))),
+    case("one_hot", (5,), gen=each(below(3)), depth=3, dtype="float64"),
+    case("one_hot", (2, 3), gen=each(below(4)), depth=4, dtype="float64"),
+    case("one_hot", (), gen=each(below(2)), depth=2, dtype="float64"),
+    # pooling: values 0.25 apart (spaced), so no window holds a tie within reach of h
+    case("max_pool2d", (2, 4, 4, 3), gen=spaced, ksize=2),
+    case("max_pool2d", (1, 5, 5, 2), gen=spaced, ksize=3, strides=1),  # overlapping
+    case("max_pool2d", (1, 5, 6, 2), gen=spaced, ksize=[2, 3], strides=[1, 2], padding="SAME"),
+    case("max_pool2d", (1, 6, 6, 1), gen=spaced, ksize=2, strides=3),  # stride > ksize
+    case(
+        "max_pool2d",
+        (2, 2, 5, 5),
+        gen=spaced,
+        ksize=2,
+        strides=2,
+        padding="SAME",
+        data_format="NCHW",
+    ),
+    case("avg_pool2d", (2, 4, 4, 3), ksize=2),
+    case("avg_pool2d", (1, 5, 5, 2), ksize=3, strides=1, padding="SAME"),
+    case("avg_pool2d", (1, 5, 6, 2), ksize=[2, 4], strides=[2, 1], padding="SAME"),
+    case("avg_pool2d", (2, 3, 5, 4), ksize=3, strides=2, padding="SAME", data_format="NCHW"),
+    case("max_pool1d", (2, 7, 3), gen=spaced, ksize=3, strides=2),
+    case("max_pool1d", (1, 6, 2), gen=spaced, ksize=2, strides=1, padding="SAME"),
+    case(
+        "max_pool1d", (2, 3, 7), gen=spaced, ksize=4, strides=2, padding="SAME", data_format="NCW"
+    ),
+    case("avg_pool1d", (2, 7, 3), ksize=3, strides=2),
+    case("avg_pool1d", (1, 6, 2), ksize=4, strides=1, padding="SAME"),
+    case("avg_pool1d", (2, 3, 7), ksize=2, padding="SAME", data_format="NCW"),
+    # normalisation; softmax_cross_entropy's labels are probabilities along its axis
+    case("layer_norm", (3, 5)),
+    case("layer_norm", (2, 3, 4), axis=[-2, -1]),
+    case("layer_norm", (4, 3), axis=0, epsilon=1e-3),
+    case("batch_norm", (6, 3)),
+    case("batch_norm", (2, 3, 3, 2), axis=[0, 1, 2]),
+    case("batch_norm", (5,), axis=0, epsilon=0.1),
+    case("softmax_cross_entropy", (4, 5), (4, 5), gen=each(_normal, probabilities(-1))),
+    case(
+        "softmax_cross_entropy", (3, 2, 4), (3, 2, 4), gen=each(_normal, probabilities(0)), axis=0
+    ),
+    case("softmax_cross_entropy", (3,), (3,), gen=each(_normal, probabilities(-1))),
     # shape ops
     case("reshape", (2, 3, 4), shape=[6, 4]),
     case("reshape", (2, 3, 4), shape=[-1]),
@@ -661,6 +712,65 @@ KINKS = [
         ([[2.0, 2.0], [2.0, 2.0]],),
         ([[0.25, 0.25], [0.25, 0.25]],),
         {"axis": [0, 1]},
+    ),
+    Kink(
+        # TensorFlow gives a window's gradient to its first maximum in row-major order;
+        # overlapping windows (3x3, stride 1) each add theirs to the same first maximum.
+        "max_pool2d",
+        "ties-first",
+        (
+            [
+                [
+                    [[1.0], [3.0], [3.0], [2.0]],
+                    [[3.0], [0.0], [1.0], [3.0]],
+                    [[2.0], [2.0], [2.0], [2.0]],
+                    [[0.0], [5.0], [5.0], [0.0]],
+                ]
+            ],
+        ),
+        (
+            [
+                [
+                    [[0.0], [1.0], [1.0], [0.0]],
+                    [[0.0], [0.0], [0.0], [0.0]],
+                    [[0.0], [0.0], [0.0], [0.0]],
+                    [[0.0], [1.0], [1.0], [0.0]],
+                ]
+            ],
+        ),
+        {"ksize": 2},
+    ),
+    Kink(
+        "max_pool2d",
+        "overlapping-ties-first",
+        (
+            [
+                [
+                    [[1.0], [3.0], [3.0], [2.0]],
+                    [[3.0], [0.0], [1.0], [3.0]],
+                    [[2.0], [2.0], [2.0], [2.0]],
+                    [[0.0], [5.0], [5.0], [0.0]],
+                ]
+            ],
+        ),
+        (
+            [
+                [
+                    [[0.0], [2.0], [0.0], [0.0]],
+                    [[0.0], [0.0], [0.0], [0.0]],
+                    [[0.0], [0.0], [0.0], [0.0]],
+                    [[0.0], [2.0], [0.0], [0.0]],
+                ]
+            ],
+        ),
+        {"ksize": 3, "strides": 1},
+    ),
+    Kink(
+        "max_pool1d",
+        "same-ties-first",
+        ([[[1.0], [1.0], [2.0], [2.0], [0.0]]],),
+        ([[[1.0], [0.0], [2.0], [1.0], [1.0]]],),
+        {"ksize": 2, "strides": 1, "padding": "SAME"},
     ),
     Kink("leaky_relu", "slope-alpha-at-0", ([-1.0, 0.0, 2.0],), ([0.2, 0.2, 1.0],)),
     Kink(

@@ -14,9 +14,12 @@ import pytest
 from gradcheck.ops import all_ops, get_op, unbroadcast
 from gradcheck.ops.broadcast import normalize_axes
 from gradcheck.ops.contractions import einsum_adjoint, fill_arrays, tensordot_axes
+from gradcheck.ops.pooling import pool_names
 from gradcheck.ops.reductions import reduced_size
 from gradcheck.ops.shape import _perm
 from gradcheck.references.tensorflow import load_tensorflow
+
+POOLS = ("max_pool2d", "avg_pool2d", "max_pool1d", "avg_pool1d")
 
 # One application per op: arguments (shapes, or values) and attributes.
 # fmt: off
@@ -94,6 +97,27 @@ APPLICATIONS: dict[str, list[tuple[list, dict]]] = {
                 ([[[1.0, 0.0, 2.0, 0.0], [2.0, 0.0, 0.5, 1.5]]],
                  {"axis": 1, "exclusive": True, "reverse": True}),
                 ([(3, 4)], {"axis": 0, "exclusive": True, "reverse": False})],
+    # ops/pooling.py, ops/normalization.py, one_hot
+    "max_pool2d": [([[[[[1.0], [3.0], [3.0]], [[3.0], [0.0], [1.0]], [[2.0], [2.0], [5.0]]]]],
+                    {"ksize": 2, "strides": 1, "padding": "VALID", "data_format": "NHWC"}),
+                   ([(2, 5, 4, 3)], {"ksize": [3, 2], "strides": 2, "padding": "SAME",
+                                     "data_format": "NHWC"})],
+    "avg_pool2d": [([(2, 5, 4, 3)], {"ksize": 3, "strides": [2, 1], "padding": "SAME",
+                                     "data_format": "NHWC"}),
+                   ([(1, 4, 4, 2)], {"ksize": 2, "strides": None, "padding": "VALID",
+                                     "data_format": "NHWC"})],
+    "max_pool1d": [([[[[1.0], [1.0], [2.0], [2.0], [0.0]]]],
+                    {"ksize": 2, "strides": 1, "padding": "SAME", "data_format": "NWC"}),
+                   ([(2, 7, 3)], {"ksize": 3, "strides": 2, "padding": "VALID",
+                                  "data_format": "NWC"})],
+    "avg_pool1d": [([(2, 7, 3)], {"ksize": 4, "strides": 2, "padding": "SAME",
+                                  "data_format": "NWC"})],
+    "layer_norm": [([(3, 5)], {"axis": -1, "epsilon": 1e-5}),
+                   ([(2, 3, 4)], {"axis": [1, 2], "epsilon": 1e-3})],
+    "batch_norm": [([(2, 3, 3, 2)], {"axis": [0, 1, 2], "epsilon": 1e-5})],
+    "softmax_cross_entropy": [([(3, 4), "probabilities(3, 4)"], {"axis": -1}),
+                              ([(3, 2), "probabilities0(3, 2)"], {"axis": 0})],
+    "one_hot": [(["ints[0, 2, 2]"], {"depth": 3, "dtype": "float64"})],
     "var": [([(2, 3, 4)], {"axis": 1, "keepdims": False})],
     "std": [([(2, 3, 4)], {"axis": [0, 2], "keepdims": True})],
     "norm": [([(2, 3)], {"ord": 2, "axis": None, "keepdims": False}),
@@ -124,6 +148,10 @@ def value(spec, rng: np.random.Generator) -> np.ndarray:
         if spec.startswith("spd"):
             return m @ np.swapaxes(m, -1, -2) + shape[-1] * np.eye(shape[-1])
         return m + (shape[-1] + 1) * np.eye(shape[-1])
+    if isinstance(spec, str) and spec.startswith("probabilities"):  # soft labels, summing
+        axis = 0 if spec.startswith("probabilities0") else -1  # to 1 along the op's axis
+        p = rng.uniform(0.1, 1.0, eval(spec.removeprefix("probabilities").removeprefix("0")))
+        return p / p.sum(axis=axis, keepdims=True)
     if isinstance(spec, str):  # "positive(2, 3)"
         shape = eval(spec.removeprefix("positive"))
         return rng.uniform(0.5, 2.0, shape)
@@ -159,6 +187,11 @@ def names(op, g, y, args, attrs, i) -> dict:
         out["axis"] = axes
         out["kept_shape"] = tuple(1 if a in axes else d for a, d in enumerate(x.shape))
         out["n"] = reduced_size(x.shape, attrs["axis"])
+    if op.name in POOLS:  # the windows: ksize, strides, pads (ops.pooling.pool_names)
+        rank = int(op.name[-2])
+        out.update(pool_names(args[0], **{k: attrs[k] for k in op.attrs}, rank=rank))
+    if op.name in ("layer_norm", "batch_norm"):
+        out["axis"] = normalize_axes(attrs["axis"], args[0].ndim)
     if op.name == "transpose":
         out["perm"] = _perm(attrs["perm"], args[0].ndim)
     if op.name in ("dilate", "undilate"):

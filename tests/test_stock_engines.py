@@ -42,6 +42,8 @@ TF_CONVENTIONS = {
     "leaky_relu": "alpha",
     "elu": "negative",
     "selu": "positive",
+    "max_pool2d": "first",
+    "max_pool1d": "first",
 }
 
 
@@ -125,6 +127,18 @@ def conventions_followed(factory) -> dict[str, str]:
         (x,) = probe(factory, f"{op}(x{attrs})", {"x": [0.0]}, ["x"])
         found[op] = {round(k, 12): n for k, n in names_.items()}.get(
             round(float(x[0]), 12), "other"
+        )
+    # A max-pool's window of three tied elements (1-D, and 2-D as a 1x3 window).
+    pools = {(1.0, 0.0, 0.0): "first", (1 / 3,) * 3: "split"}
+    for op, shape, ksize in (
+        ("max_pool1d", (1, 3, 1), "3"),
+        ("max_pool2d", (1, 1, 3, 1), "[1, 3]"),
+    ):
+        values = {"x": np.full(shape, 2.0).tolist()}
+        (x,) = probe(factory, f"{op}(x, ksize={ksize})", values, ["x"])
+        spread = tuple(round(float(v), 12) for v in np.ravel(x))
+        found[op] = {tuple(round(v, 12) for v in k): n for k, n in pools.items()}.get(
+            spread, "other"
         )
     return found
 

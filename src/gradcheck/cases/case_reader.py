@@ -24,7 +24,7 @@ from ..ops.broadcast import fmt_shape
 from ..util.limits import CASE_ELEMENTS
 from .dtypes import DEFAULT_TOLERANCES, INTEGER_DTYPES
 from .inputs import Given, RandomSpec, Source, cotangent_spec, integer_dtype, stable_seed
-from .integers import check_indices, input_dtype, integer_literal
+from .integers import check_indices, check_values, input_dtype, integer_literal
 from .model import Case, InvalidCase, Tolerance
 from .reading import Map, Seq, check_read, line_of
 from .values import (
@@ -112,7 +112,7 @@ class CaseReader:
         if sources is FAILED:
             problems.check(_expr_source, raw)  # parsing needs the inputs' shapes
         else:
-            expression = problems.check(self._expression, raw, sources)
+            expression = problems.check(self._expression, raw, sources, dtype)
         if expression is not FAILED:
             wrt = problems.check(_wrt, raw, expression, sources)
             cotangent = problems.check(_output_cotangent, settings, expression, seed, dtype)
@@ -205,7 +205,7 @@ class CaseReader:
         except ValueError as e:
             raise CaseFileError(f"{what}: {e}", spec.line) from None
 
-    def _expression(self, raw: Map, inputs: Mapping[str, Source]) -> Expression:
+    def _expression(self, raw: Map, inputs: Mapping[str, Source], dtype: str) -> Expression:
         """The parsed expression; its errors and oversized nodes at their file lines."""
         source, line = _expr_source(raw)
         node = raw.nodes["expr"]
@@ -214,6 +214,7 @@ class CaseReader:
                 source,
                 {name: value.shape for name, value in inputs.items()},
                 {name: d for name, value in inputs.items() if (d := integer_dtype(value))},
+                dtype,
             )
         except ExpressionError as e:
             raise CaseFileError(e.message, _ExprLines(node, source).line(e.line)) from None
@@ -238,6 +239,7 @@ class CaseReader:
         if unused:
             raise CaseProblems(unused)
         check_indices(expression, inputs, raw["inputs"].key_lines)
+        check_values(expression, inputs, raw["inputs"].key_lines)
         return expression
 
 

@@ -68,9 +68,10 @@ def ops(
     spell = (spelling or Spelling.numpy).value if rules or spelling or forward else None
     mode = "fwd" if forward else "rev"
     table = Table(box=None, pad_edge=False)
-    # Signatures and TensorFlow names are copied into code: never cut; the meaning goes
-    # under the TensorFlow name, wrapping at words, so that 80 columns hold it all.
-    table.add_column("op", no_wrap=True)
+    # Signatures and TensorFlow names are copied into code: never cut, only wrapped at
+    # words (a pool's signature is most of 80 columns); the meaning goes under the
+    # TensorFlow name, so that 80 columns hold it all.
+    table.add_column("op", overflow="fold", min_width=24)
     table.add_column("operator", no_wrap=True)
     heading = "TensorFlow" if spell else "TensorFlow, meaning"
     table.add_column(heading, overflow="fold", min_width=24)

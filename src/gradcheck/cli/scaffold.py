@@ -136,7 +136,18 @@ def _op_method(op: Op) -> str:
         for p in op.integer
     ]
     doc = _docstring(summary, " ".join(details))
-    return f"    def {op.name}({', '.join(params)}):\n{doc}        raise NotImplementedError\n"
+    return f"{_def_line(op.name, params)}\n{doc}        raise NotImplementedError\n"
+
+
+def _def_line(name: str, params: list[str]) -> str:
+    """`def name(params):` as ruff format writes it: on one line, else the parameters on
+    one line of their own, else one per line."""
+    joined = ", ".join(params)
+    if len(line := f"    def {name}({joined}):") <= WIDTH:
+        return line
+    if len(inner := f"        {joined}") <= WIDTH:
+        return f"    def {name}(\n{inner}\n    ):"
+    return f"    def {name}(\n" + "".join(f"        {p},\n" for p in params) + "    ):"
 
 
 def _docstring(summary: str, details: str) -> str:
@@ -149,8 +160,12 @@ def _docstring(summary: str, details: str) -> str:
     if re.match(r"[a-z]{2,} ", details):  # a sentence now, not the rest of one
         details = details[0].upper() + details[1:]
     body = textwrap.fill(details, WIDTH, initial_indent=indent, subsequent_indent=indent)
-    if len(f'{indent}"""{summary}.') > WIDTH:  # a long TensorFlow name on a line of its own
-        summary = summary.replace(" -> ", f"\n{indent}-> ", 1)
+    if len(f'{indent}"""{summary}.') > WIDTH:  # a long TensorFlow name on lines of its own
+        signature, tf_name = summary.split(" -> ", 1)
+        mapping = textwrap.fill(
+            f"-> {tf_name}", WIDTH - 1, initial_indent=indent, subsequent_indent=indent + "   "
+        )
+        summary = f"{signature}\n{mapping}"
     return f'{indent}"""{summary}.\n\n{body}\n{indent}"""\n'
 
 

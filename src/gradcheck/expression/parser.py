@@ -21,7 +21,7 @@ from .syntax import BINOPS as _BINOPS
 from .syntax import COMPARISONS as _COMPARISONS
 from .syntax import FORBIDDEN as _FORBIDDEN
 from .syntax import UNSUPPORTED_BINOPS as _UNSUPPORTED_BINOPS
-from .syntax import ExpressionError
+from .syntax import ExpressionError, attr_literal, float_literal, is_negative_number, is_number
 
 MAX_DEPTH = 200
 
@@ -30,17 +30,24 @@ def parse(
     source: str,
     input_shapes: Mapping[str, Shape],
     integer_inputs: Mapping[str, str] | None = None,
+    dtype: str | None = None,
 ) -> Expression:
     """Parse `source` into an `Expression` whose inputs have the given shapes;
-    `integer_inputs` names the integer ones (indices, labels) with their dtypes."""
-    return _Parser(source, input_shapes, integer_inputs or {}).parse()
+    `integer_inputs` names the integer ones (indices, labels) with their dtypes; `dtype`,
+    the case's, fills in an op's ``dtype`` attribute left None (one_hot's output)."""
+    return _Parser(source, input_shapes, integer_inputs or {}, dtype).parse()
 
 
 class _Parser:
     def __init__(
-        self, source: str, input_shapes: Mapping[str, Shape], integer_inputs: Mapping[str, str]
+        self,
+        source: str,
+        input_shapes: Mapping[str, Shape],
+        integer_inputs: Mapping[str, str],
+        dtype: str | None,
     ) -> None:
         self.source = source.strip()
+        self.dtype = dtype
         self.nodes: list[Node] = []
         self.inputs: dict[str, Node] = {}
         self.input_shapes = {k: tuple(v) for k, v in input_shapes.items()}
@@ -121,8 +128,8 @@ class _Parser:
             )
         if isinstance(node, ast.Name):
             return self._name(node)
-        if isinstance(node, ast.Constant) or _is_negative_number(node):
-            return self._add(node, shape=(), literal=_float(node))
+        if isinstance(node, ast.Constant) or is_negative_number(node):
+            return self._add(node, shape=(), literal=float_literal(node))
         if isinstance(node, ast.BinOp):
             symbol = _BINOPS.get(type(node.op))
             if symbol is None:
@@ -225,7 +232,7 @@ class _Parser:
                 f"{self._text(node)}: too many arguments for {op.signature}", node.lineno
             )
         attrs = {
-            name: _literal(value, self._text(value))
+            name: attr_literal(value, self._text(value))
             for name, value in zip(op.attrs, extra, strict=False)
         }
         for kw in node.keywords:
@@ -233,7 +240,7 @@ class _Parser:
                 raise ExpressionError(f"{self._text(node)}: **kwargs are not allowed", node.lineno)
             if kw.arg in attrs:
                 raise ExpressionError(f"{self._text(node)}: {kw.arg} given twice", node.lineno)
-            attrs[kw.arg] = _literal(kw.value, self._text(kw.value))
+            attrs[kw.arg] = attr_literal(kw.value, self._text(kw.value))
         if op.variadic:
             values = positional[0]
             if not isinstance(values, (ast.List, ast.Tuple)) or not values.elts:
@@ -265,7 +272,7 @@ class _Parser:
             if kw.arg is None or kw.arg in attrs:
                 what = "**kwargs are not allowed" if kw.arg is None else f"{kw.arg} given twice"
                 raise ExpressionError(f"{self._text(node)}: {what}", node.lineno)
-            attrs[kw.arg] = _literal(kw.value, self._text(kw.value))
+            attrs[kw.arg] = attr_literal(kw.value, self._text(kw.value))
         args = [self._node(a, depth + 1) for a in node.args[1:]]
         return self._apply(node, op, args, attrs)
 
@@ -274,6 +281,8 @@ class _Parser:
         _check_integer_args(text, op, args, node.lineno)
         try:
             attrs = op.resolve_attrs(attrs)
+            if "dtype" in op.attrs and attrs["dtype"] is None and self.dtype:
+                attrs["dtype"] = self.dtype
             shapes = [a.shape for a in args]
             shape = op.shape(shapes, **attrs) if op.variadic else op.shape(*shapes, **attrs)
         except ShapeError as e:
@@ -316,7 +325,7 @@ class _Parser:
         return self._index_int(node)
 
     def _index_int(self, node: ast.expr) -> int:
-        value = _literal(node, self._text(node)) if _is_number(node) else None
+        value = attr_literal(node, self._text(node)) if is_number(node) else None
         if isinstance(value, bool) or not isinstance(value, int):
             raise ExpressionError(
                 f"{self._text(node)}: only basic indexing is supported "
@@ -344,51 +353,3 @@ def _check_integer_args(text: str, op: Op, args: list[Node], line: int) -> None:
                 f"or a spec with init: integers and dtype: int64), not the float {arg.text}",
                 line,
             )
-
-
-def _is_negative_number(node: ast.expr) -> bool:
-    return (
-        isinstance(node, ast.UnaryOp)
-        and isinstance(node.op, ast.USub)
-        and isinstance(node.operand, ast.Constant)
-    )
-
-
-def _is_number(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) or _is_negative_number(node)
-
-
-def _number(node: ast.expr) -> int | float:
-    sign = -1 if _is_negative_number(node) else 1
-    value = node.operand.value if sign < 0 else node.value  # type: ignore[attr-defined]
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ExpressionError(
-            f"{ast.unparse(node)}: only numeric literals are allowed", node.lineno
-        )
-    return sign * value
-
-
-def _float(node: ast.expr) -> float:
-    try:
-        return float(_number(node))
-    except OverflowError:
-        raise ExpressionError(
-            "a literal is too large for a float; write it as 1e308 at most", node.lineno
-        ) from None
-
-
-def _literal(node: ast.expr, text: str) -> Any:
-    """An attribute's value: a number, a string ('SAME'), True/False, None or a list of
-    those."""
-    if isinstance(node, ast.Constant) and (
-        node.value is None or isinstance(node.value, (bool, str))
-    ):
-        return node.value
-    if _is_number(node):
-        return _number(node)
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return [_literal(e, text) for e in node.elts]
-    raise ExpressionError(
-        f"{text}: attributes must be literal numbers, strings, lists, True/False or None",
-        node.lineno,
-    )

@@ -1,9 +1,11 @@
 """What the expression parser accepts and refuses, as tables (the operators, the
-comparisons, the Python constructs it forbids and why), and the error it raises."""
+comparisons, the Python constructs it forbids and why), the literals it reads, and the
+error it raises."""
 
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 BINOPS = {ast.MatMult: "@", ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
 COMPARISONS = {
@@ -39,3 +41,51 @@ class ExpressionError(ValueError):
         super().__init__(message)
         self.message = message
         self.line = line
+
+
+def is_negative_number(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.Constant)
+    )
+
+
+def is_number(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) or is_negative_number(node)
+
+
+def number_value(node: ast.expr) -> int | float:
+    sign = -1 if is_negative_number(node) else 1
+    value = node.operand.value if sign < 0 else node.value  # type: ignore[attr-defined]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ExpressionError(
+            f"{ast.unparse(node)}: only numeric literals are allowed", node.lineno
+        )
+    return sign * value
+
+
+def float_literal(node: ast.expr) -> float:
+    try:
+        return float(number_value(node))
+    except OverflowError:
+        raise ExpressionError(
+            "a literal is too large for a float; write it as 1e308 at most", node.lineno
+        ) from None
+
+
+def attr_literal(node: ast.expr, text: str) -> Any:
+    """An attribute's value: a number, a string ('SAME'), True/False, None or a list of
+    those."""
+    if isinstance(node, ast.Constant) and (
+        node.value is None or isinstance(node.value, (bool, str))
+    ):
+        return node.value
+    if is_number(node):
+        return number_value(node)
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [attr_literal(e, text) for e in node.elts]
+    raise ExpressionError(
+        f"{text}: attributes must be literal numbers, strings, lists, True/False or None",
+        node.lineno,
+    )

@@ -23,6 +23,7 @@ from ..engines.builtin.engine import BuiltinEngine
 from ..engines.driver import EngineFailure, EngineRun, Unsupported, build_expression
 from ..expression import Node
 from ..ops.broadcast import normalize_axes
+from ..ops.pooling import window_distance
 from ..ops.registry import DOMINANCE
 
 VALUE_BOUND = 100.0  # larger values make rounding differences larger than the tolerances
@@ -135,6 +136,8 @@ def kink_distance(node: Node, args: list[np.ndarray]) -> np.ndarray:
         return np.minimum(np.abs(x - node.attrs["lo"]), np.abs(x - node.attrs["hi"]))
     if op.kink == "base":  # pow's exponent, where the base is <= 0 (kept out by the domain)
         return np.maximum(x, 0.0)
+    if op.kink == "window":  # a max-pool: ties within a window
+        return window_distance(x, rank=x.ndim - 2, **node.attrs)
     if len(args) == 2:  # maximum, minimum: a tie between the arguments
         return np.abs(x - args[1].astype(np.float64))
     # max, min over `axis`: an element tied with the extremum, or close behind it

@@ -80,6 +80,13 @@ Conventions shared by every declaration:
   (cholesky's: TensorFlow's gradient is the symmetrised one): the numeric reference
   symmetrises them, ``(x + x^T) / 2``, before the forward, so that it perturbs them
   symmetrically, and the fuzzer draws them symmetric and dominant, positive definite.
+* An attribute ``dtype`` whose default is None (one_hot's, whose only input is integer)
+  is the case's float dtype, filled in when the case is read, so the op's output is in it.
+* ``value_check`` (softmax_cross_entropy's labels) says what a parameter's values must be
+  where they are known when the case is read: a case error at the input's line otherwise.
+* The pools' rule texts also name ``ksize``/``strides`` (one per spatial axis), ``spatial``
+  (those axes), ``pad_width``, ``strided``, ``unpadded`` and ``tf_ksize``/``tf_strides``
+  (`ops.pooling.pool_names`); the norms' ``axis`` is the tuple of reduced axes.
 * ``attr_choices`` maps an attribute to the values ``gradcheck fuzz`` tries for it, where
   its name says nothing the fuzzer knows (``axis``, ``keepdims``, ``perm``, ``shape`` and
   ``index`` it proposes itself): clip's bounds, cumsum's ``exclusive``, norm's ``ord``.
@@ -135,7 +142,7 @@ class Op:
     # Where the op has points at which TensorFlow picks a subgradient (the diagnosis
     # says which convention; ops/conventions.py has the others): "zero" (relu, abs at
     # 0), "tie" (maximum, minimum, max, min), "base" (pow's exponent where a <= 0),
-    # "bound" (clip at lo and hi).
+    # "bound" (clip at lo and hi), "window" (max-pools: ties within a window).
     kink: str | None = None
     origin: str | None = None
     rules: tuple[str, ...] = ()  # each VJP as NumPy text (see the module docstring)
@@ -156,6 +163,11 @@ class Op:
     leading: str | None = None  # an attribute written first, operands spread after it
     conditioned: tuple[str, ...] = ()  # parameters that must be well-conditioned matrices
     symmetric: tuple[str, ...] = ()  # parameters read as symmetric matrices (cholesky)
+    # What a float parameter's values must satisfy where the case gives them (labels that
+    # sum to 1): ``value_check(param, values, *arg_shapes, **attrs)`` returns the problem or
+    # None, ``values`` its numbers flat in C order (None for an input drawn at random);
+    # checked when a case is read.
+    value_check: Callable[..., str | None] | None = None
 
     def __post_init__(self) -> None:
         for rules, what in ((self.vjps, "VJPs"), (self.jvps, "JVPs")):

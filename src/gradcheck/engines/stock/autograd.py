@@ -14,7 +14,8 @@ Conventions at kinks and ties (SPEC §4 and §6.1), probed on autograd 1.9: relu
 ``np.maximum(x, 0.0)``, as autograd code writes it, so relu'(0) = 1/2 (TensorFlow: 0);
 abs'(0) = 0, as TensorFlow; max/min reductions split the gradient among ties, as
 TensorFlow; ``maximum``/``minimum`` split a tie half and half (TensorFlow gives it to
-``a``); the exponent's gradient of ``pow`` is NaN where the base is negative. autograd
+``a``); the exponent's gradient of ``pow`` is NaN where the base is negative; the
+max-pools (windows gathered by indexing, `NumpyApiPoolOps`) split a tie. autograd
 has no leaky_relu, elu, selu or gelu: they are written here with ``np.where`` and
 ``autograd.scipy.special.erf``, following TensorFlow at 0.
 
@@ -41,6 +42,7 @@ from autograd.scipy.special import logsumexp as _logsumexp
 
 from .numpy_api import NumpyApiOps, np_axis
 from .numpy_api_linalg import NumpyApiLinalgOps
+from .numpy_api_pool import NumpyApiPoolOps
 
 # selu's constants (Klambauer et al. 2017); autograd has no selu of its own.
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -53,7 +55,7 @@ def _axes(axis, ndim: int) -> list[int]:
     return list(axis) if isinstance(axis, (list, tuple)) else [axis]
 
 
-class AutogradEngine(NumpyApiLinalgOps, NumpyApiOps):
+class AutogradEngine(NumpyApiLinalgOps, NumpyApiPoolOps, NumpyApiOps):
     name = "autograd"
     xp = anp
     conventions: ClassVar[dict[str, str]] = {
@@ -62,6 +64,8 @@ class AutogradEngine(NumpyApiLinalgOps, NumpyApiOps):
         "maximum": "split",
         "minimum": "split",
         "pow": "nan",
+        "max_pool2d": "split",  # the pools' max is autograd's max, which splits a tie
+        "max_pool1d": "split",
     }
     higher_order = True  # nested make_vjp: inside an outer trace, the gradients are boxes
 

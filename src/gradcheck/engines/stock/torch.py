@@ -33,6 +33,7 @@ import torch.nn.functional as F
 
 from .torch_layout import TorchLayoutOps
 from .torch_linalg import TorchLinalgOps
+from .torch_pool import TorchPoolOps
 
 
 def _dims(x: torch.Tensor, axis: Any) -> Any:
@@ -85,7 +86,7 @@ def _running(
     return torch.flip(y, [axis]) if reverse else y  # fmt: skip
 
 
-class TorchEngine(TorchLayoutOps, TorchLinalgOps):
+class TorchEngine(TorchLayoutOps, TorchLinalgOps, TorchPoolOps):
     name = "torch"
     conventions: ClassVar[dict[str, str]] = {
         "maximum": "split",
