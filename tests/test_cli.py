@@ -161,8 +161,10 @@ def test_version_prints_package_version():
 
 
 def test_ops_lists_every_op_with_its_tensorflow_mapping():
-    result = invoke("ops")
-    assert result.exit_code == 0, result.stderr
+    narrow = invoke("ops", env={"COLUMNS": "80"})
+    assert narrow.exit_code == 0, narrow.stderr
+    assert "…" not in narrow.stdout  # long signatures wrap at words, never cut
+    result = invoke("ops", env={"COLUMNS": "400"})  # each row on one line
     lines = result.stdout.splitlines()
     ops = list(all_ops())
     assert len(ops) >= 30
@@ -174,10 +176,13 @@ def test_ops_lists_every_op_with_its_tensorflow_mapping():
 @pytest.mark.parametrize("spelling", ["numpy", "tensorflow"])
 def test_ops_shows_every_vjp_rule_in_the_spelling_asked_for(spelling, mode):
     assert "VJP" not in invoke("ops").stdout  # the rules only when asked for
-    result = invoke("ops", "--spelling", spelling, *(["--forward"] if mode == "fwd" else []))
+    forward = ["--forward"] if mode == "fwd" else []
+    # Wide enough that no cell wraps (a pool's rule is a few hundred characters): a row's
+    # cells, wrapped beside each other, would interleave in the flattened text.
+    result = invoke("ops", "--spelling", spelling, *forward, env={"COLUMNS": "1000"})
     assert result.exit_code == 0, result.stderr
     assert ("JVP (" in result.stdout) == (mode == "fwd")
-    flat = " ".join(result.stdout.split())  # the table folds long rules over lines
+    flat = " ".join(result.stdout.split())
     for op in all_ops():
         rule = op.rule(len(op.params) - 1, spelling, mode)
         assert " ".join(rule.split()).replace(" ", "") in flat.replace(" ", ""), op.name

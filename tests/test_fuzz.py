@@ -282,6 +282,22 @@ def test_a_run_is_reproducible_from_its_seed():
     assert once() == once()
 
 
+def test_a_seeded_run_draws_the_same_whatever_else_the_process_imported(tmp_path, monkeypatch):
+    # Hypothesis draws now and then a literal of any loaded module outside the standard
+    # library and site-packages: a new engine file or an edit of gradcheck changed what a
+    # seed found. Bytes, integers and strings are what the generator draws.
+    def once():
+        run = fuzz_engine(BuiltinEngine, ops=["mul", "add", "sum"], budget=Budget(60), seed=5)
+        return run.search.coverage.to_dict()
+
+    before = once()
+    literals = ", ".join(f"{bytes([b, 255 - b])!r}, {b * 7919}, {str(b) * 3!r}" for b in range(64))
+    (tmp_path / "literals_galore.py").write_text(f"LITERALS = [{literals}]\n")
+    monkeypatch.syspath_prepend(tmp_path)
+    __import__("literals_galore")
+    assert once() == before
+
+
 def test_the_budget_bounds_the_run():
     run = fuzz_engine(BuiltinEngine, ops=["add"], budget=Budget(40), seed=1)
     assert (run.search.examples, run.search.stopped, run.bugs) == (40, "max-examples", [])

@@ -51,9 +51,10 @@ def test_the_question_engine_without_a_case_file(tmp_path):
     """Done when: `gradcheck fuzz --engine examples/seed_engine.py` finds the full
     transpose and writes a case no larger than the question's, which `gradcheck run`
     reproduces."""
-    # The default budget is 1000 examples, in which seeds 0, 1 and 2 all find it (after
-    # 167, 48 and 4 examples); seed 2 keeps the test short.
-    result = fuzz("--engine", SEED_ENGINE, "--seed", "2", "--max-examples", "100", "--out", "found")
+    # The default budget is 1000 examples, in which seeds 0, 1 and 2 all find it; within
+    # 100, seed 3 does (0, 1, 2 and 4 meet the same bug first as other hints), which keeps
+    # the test short.
+    result = fuzz("--engine", SEED_ENGINE, "--seed", "3", "--max-examples", "100", "--out", "found")
     assert result.exit_code == 1, result.output
     written = tmp_path / "found" / "fault-matmul.full-transpose.yaml"
     assert written.exists(), sorted(p.name for p in (tmp_path / "found").iterdir())

@@ -74,6 +74,16 @@ def below(n: int) -> Callable[[np.random.Generator, Shape], np.ndarray]:
     return lambda rng, shape: rng.integers(0, n, shape)
 
 
+def probabilities(axis: int) -> Callable[[np.random.Generator, Shape], np.ndarray]:
+    """Positive values that sum to 1 along `axis`: softmax_cross_entropy's soft labels."""
+
+    def draw(rng: np.random.Generator, shape: Shape) -> np.ndarray:
+        p = rng.uniform(0.1, 1.0, shape)
+        return p / p.sum(axis=axis, keepdims=True)
+
+    return draw
+
+
 def _between_jumps(rng: np.random.Generator, shape: Shape) -> np.ndarray:
     """k + [0.1, 0.4]: away from floor's and ceil's jumps (integers) and round's (halves)."""
     return rng.integers(-3, 3, shape) + rng.uniform(0.1, 0.4, shape)
@@ -83,6 +93,17 @@ def _distinct_magnitudes(rng: np.random.Generator, shape: Shape) -> np.ndarray:
     """Magnitudes 0.25 apart, random signs: no ties of |x| within reach of h."""
     n = math.prod(shape)
     return (rng.choice([-1.0, 1.0], n) * (rng.permutation(n) * 0.25 + 0.25)).reshape(shape)
+
+
+def _dominant(rng: np.random.Generator, shape: Shape) -> np.ndarray:
+    """Square matrices, diagonally dominant: well-conditioned, for inv, det and the solvers."""
+    return rng.standard_normal(shape) + (shape[-1] + 1) * np.eye(shape[-1])
+
+
+def _spd(rng: np.random.Generator, shape: Shape) -> np.ndarray:
+    """Symmetric positive-definite matrices, well-conditioned, for cholesky."""
+    m = rng.standard_normal(shape)
+    return m @ np.swapaxes(m, -1, -2) + shape[-1] * np.eye(shape[-1])
 
 
 NORMAL = each(_normal)
@@ -256,6 +277,35 @@ CASES: list[Case] = [
     case("diag_part", (3, 3)),
     case("diag_part", (2, 3, 4)),
     case("diag_part", (2, 4, 2)),
+    # contractions: tensordot's axes as an int and as pairs; einsum with repeated indices
+    case("tensordot", (2, 3, 4), (3, 4, 5), axes=2),
+    case("tensordot", (2, 3, 4), (4, 5, 2), axes=[[2, 0], [0, 2]]),
+    case("tensordot", (3,), (2, 2), axes=0),
+    case("tensordot", (2, 3), (4, 3), axes=[-1, -1]),
+    case("einsum", (3, 4), (4, 2), equation="ij,jk->ki"),
+    case("einsum", (4, 4), equation="ii->i"),
+    case("einsum", (3, 3), equation="ii->"),
+    case("einsum", (3, 3), (3, 2), equation="ii,ij->j"),
+    case("einsum", (2, 2, 3), (4,), equation="iij,k->kj"),
+    case("einsum", (2, 3, 4), (2, 4, 2), (2, 2), equation="bij,bjk,bk->bi"),
+    case("einsum", (3, 4), (4,), equation="ij,j"),
+    # inverses and solvers, on well-conditioned matrices (singular-adjacent ones left out)
+    case("inv", (3, 3), gen=each(_dominant)),
+    case("inv", (2, 3, 3), gen=each(_dominant)),
+    case("inv", (1, 1), gen=each(_dominant)),
+    case("det", (3, 3), gen=each(_dominant)),
+    case("det", (2, 2, 3, 3), gen=each(_dominant)),
+    case("det", (2, 1, 1), gen=each(_dominant)),
+    case("solve", (3, 3), (3, 2), gen=each(_dominant, _normal)),
+    case("solve", (2, 3, 3), (2, 3, 1), gen=each(_dominant, _normal)),
+    case("solve", (2, 2), (2, 4), gen=each(_dominant, _normal)),
+    case("cholesky", (3, 3), gen=each(_spd)),
+    case("cholesky", (2, 3, 3), gen=each(_spd)),
+    case("cholesky", (1, 1), gen=each(_spd)),
+    case("triangular_solve", (3, 3), (3, 2), gen=each(_dominant, _normal)),
+    case("triangular_solve", (2, 3, 3), (3, 2), gen=each(_dominant, _normal), lower=False),
+    case("triangular_solve", (3, 3), (2, 3, 1), gen=each(_dominant, _normal)),
+    case("triangular_solve", (1, 2, 2), (3, 2, 2), gen=each(_dominant, _normal), lower=False),
     # nn
     *(
         case(op, shape, **attrs)
@@ -341,6 +391,47 @@ CASES: list[Case] = [
     case("sparse_softmax_cross_entropy", (4, 5), (4,), gen=each(_normal, below(5))),
     case("sparse_softmax_cross_entropy", (2, 3, 4), (2, 3), gen=each(_normal, below(4))),
     case("sparse_softmax_cross_entropy", (3,), (), gen=each(_normal, below(3))),
+    case("one_hot", (5,), gen=each(below(3)), depth=3, dtype="float64"),
+    case("one_hot", (2, 3), gen=each(below(4)), depth=4, dtype="float64"),
+    case("one_hot", (), gen=each(below(2)), depth=2, dtype="float64"),
+    # pooling: values 0.25 apart (spaced), so no window holds a tie within reach of h
+    case("max_pool2d", (2, 4, 4, 3), gen=spaced, ksize=2),
+    case("max_pool2d", (1, 5, 5, 2), gen=spaced, ksize=3, strides=1),  # overlapping
+    case("max_pool2d", (1, 5, 6, 2), gen=spaced, ksize=[2, 3], strides=[1, 2], padding="SAME"),
+    case("max_pool2d", (1, 6, 6, 1), gen=spaced, ksize=2, strides=3),  # stride > ksize
+    case(
+        "max_pool2d",
+        (2, 2, 5, 5),
+        gen=spaced,
+        ksize=2,
+        strides=2,
+        padding="SAME",
+        data_format="NCHW",
+    ),
+    case("avg_pool2d", (2, 4, 4, 3), ksize=2),
+    case("avg_pool2d", (1, 5, 5, 2), ksize=3, strides=1, padding="SAME"),
+    case("avg_pool2d", (1, 5, 6, 2), ksize=[2, 4], strides=[2, 1], padding="SAME"),
+    case("avg_pool2d", (2, 3, 5, 4), ksize=3, strides=2, padding="SAME", data_format="NCHW"),
+    case("max_pool1d", (2, 7, 3), gen=spaced, ksize=3, strides=2),
+    case("max_pool1d", (1, 6, 2), gen=spaced, ksize=2, strides=1, padding="SAME"),
+    case(
+        "max_pool1d", (2, 3, 7), gen=spaced, ksize=4, strides=2, padding="SAME", data_format="NCW"
+    ),
+    case("avg_pool1d", (2, 7, 3), ksize=3, strides=2),
+    case("avg_pool1d", (1, 6, 2), ksize=4, strides=1, padding="SAME"),
+    case("avg_pool1d", (2, 3, 7), ksize=2, padding="SAME", data_format="NCW"),
+    # normalisation; softmax_cross_entropy's labels are probabilities along its axis
+    case("layer_norm", (3, 5)),
+    case("layer_norm", (2, 3, 4), axis=[-2, -1]),
+    case("layer_norm", (4, 3), axis=0, epsilon=1e-3),
+    case("batch_norm", (6, 3)),
+    case("batch_norm", (2, 3, 3, 2), axis=[0, 1, 2]),
+    case("batch_norm", (5,), axis=0, epsilon=0.1),
+    case("softmax_cross_entropy", (4, 5), (4, 5), gen=each(_normal, probabilities(-1))),
+    case(
+        "softmax_cross_entropy", (3, 2, 4), (3, 2, 4), gen=each(_normal, probabilities(0)), axis=0
+    ),
+    case("softmax_cross_entropy", (3,), (3,), gen=each(_normal, probabilities(-1))),
     # shape ops
     case("reshape", (2, 3, 4), shape=[6, 4]),
     case("reshape", (2, 3, 4), shape=[-1]),
@@ -360,6 +451,29 @@ CASES: list[Case] = [
     case("swapaxes", (2, 3, 4), axis1=0, axis2=2),
     case("swapaxes", (3, 4), axis1=-1, axis2=0),
     case("swapaxes", (2, 3), axis1=1, axis2=1),
+    # ops/layout.py: pad's mirrored borders (reflect up to size - 1, symmetric up to size)
+    case("pad", (2, 3), paddings=[[1, 0], [2, 2]], mode="reflect"),
+    case("pad", (3, 2), paddings=[[3, 1], [0, 2]], mode="symmetric"),
+    case("pad", (2, 1, 3), paddings=[[0, 0], [1, 1], [2, 0]], mode="symmetric"),
+    case("pad", (2, 3), paddings=[[0, 2], [1, 0]], constant_values=1.5),
+    case("pad", (4,), paddings=[[3, 3]], mode="reflect"),
+    case("pad", (), paddings=[]),
+    case("tile", (2, 3), reps=[2, 3]),
+    case("tile", (2, 1, 3), reps=[1, 3, 1]),
+    case("tile", (3,), reps=[1]),
+    case("repeat", (2, 3), repeats=2),
+    case("repeat", (2, 3), repeats=[2, 0, 1], axis=-1),
+    case("repeat", (2, 3), repeats=[1, 3, 0, 1, 2, 1]),
+    case("repeat", (3, 2), repeats=3, axis=0),
+    case("roll", (2, 3), shift=4),
+    case("roll", (2, 3, 4), shift=[1, -2], axis=[0, 2]),
+    case("roll", (5,), shift=-1, axis=0),
+    case("dilate", (2, 3), axes=[0, -1], dilation=1),
+    case("dilate", (2, 3), axes=1, dilation=2),
+    case("dilate", (3,), axes=0, dilation=0),
+    case("undilate", (5, 3), axes=[0, 1], dilation=1),
+    case("undilate", (2, 7), axes=-1, dilation=2),
+    case("undilate", (6,), axes=0, dilation=1),
     case("matrix_transpose", (3, 4)),
     case("matrix_transpose", (2, 3, 4)),
     case("matrix_transpose", (2, 1, 3, 4)),
@@ -481,9 +595,22 @@ def fd_vjp(
         plus, minus = [a.copy() for a in args], [a.copy() for a in args]
         plus[i][j] += FD_STEP
         minus[i][j] -= FD_STEP
-        diff = op_forward(op, plus, attrs) - op_forward(op, minus, attrs)
+        diff = op_forward(op, symmetrised(op, plus), attrs) - op_forward(
+            op, symmetrised(op, minus), attrs
+        )
         grad[j] = np.vdot(cot, diff) / (2 * FD_STEP)
     return grad
+
+
+def symmetrised(op: Op, args: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """The arguments an op reads as symmetric matrices (cholesky's) as (x + x^T) / 2, as the
+    numeric reference reads them: a step in one element moves its mirror too, so that the
+    differences are the symmetrised gradient, TensorFlow's."""
+    out = list(args)
+    for param in op.symmetric:
+        k = op.params.index(param)
+        out[k] = (out[k] + np.swapaxes(out[k], -1, -2)) / 2
+    return out
 
 
 # --- coverage -------------------------------------------------------------------------
@@ -633,6 +760,65 @@ KINKS = [
         ([[0.25, 0.25], [0.25, 0.25]],),
         {"axis": [0, 1]},
     ),
+    Kink(
+        # TensorFlow gives a window's gradient to its first maximum in row-major order;
+        # overlapping windows (3x3, stride 1) each add theirs to the same first maximum.
+        "max_pool2d",
+        "ties-first",
+        (
+            [
+                [
+                    [[1.0], [3.0], [3.0], [2.0]],
+                    [[3.0], [0.0], [1.0], [3.0]],
+                    [[2.0], [2.0], [2.0], [2.0]],
+                    [[0.0], [5.0], [5.0], [0.0]],
+                ]
+            ],
+        ),
+        (
+            [
+                [
+                    [[0.0], [1.0], [1.0], [0.0]],
+                    [[0.0], [0.0], [0.0], [0.0]],
+                    [[0.0], [0.0], [0.0], [0.0]],
+                    [[0.0], [1.0], [1.0], [0.0]],
+                ]
+            ],
+        ),
+        {"ksize": 2},
+    ),
+    Kink(
+        "max_pool2d",
+        "overlapping-ties-first",
+        (
+            [
+                [
+                    [[1.0], [3.0], [3.0], [2.0]],
+                    [[3.0], [0.0], [1.0], [3.0]],
+                    [[2.0], [2.0], [2.0], [2.0]],
+                    [[0.0], [5.0], [5.0], [0.0]],
+                ]
+            ],
+        ),
+        (
+            [
+                [
+                    [[0.0], [2.0], [0.0], [0.0]],
+                    [[0.0], [0.0], [0.0], [0.0]],
+                    [[0.0], [0.0], [0.0], [0.0]],
+                    [[0.0], [2.0], [0.0], [0.0]],
+                ]
+            ],
+        ),
+        {"ksize": 3, "strides": 1},
+    ),
+    Kink(
+        "max_pool1d",
+        "same-ties-first",
+        ([[[1.0], [1.0], [2.0], [2.0], [0.0]]],),
+        ([[[1.0], [0.0], [2.0], [1.0], [1.0]]],),
+        {"ksize": 2, "strides": 1, "padding": "SAME"},
+    ),
     Kink("leaky_relu", "slope-alpha-at-0", ([-1.0, 0.0, 2.0],), ([0.2, 0.2, 1.0],)),
     Kink(
         "elu",
@@ -703,6 +889,49 @@ SHAPE_ERRORS = [
     ("flip", [(2, 3)], {"axis": [0, 2]}, "axis 2 is out of range for rank 2"),
     ("swapaxes", [(2, 3)], {"axis1": 0, "axis2": 2}, "axis2 2 is out of range for rank 2"),
     ("swapaxes", [(2, 3)], {"axis2": 0}, "axis1 must be an integer, got None"),
+    ("pad", [(2, 3)], {"paddings": [1, 1]}, "paddings must be one [before, after] pair per axis"),
+    ("pad", [(2, 3)], {"paddings": [[1, 1]]}, "paddings has 1 pairs; x (2, 3) has 2 axes"),
+    ("pad", [(2, 3)], {"paddings": [[1, 1], [0, -1]]}, "paddings[1] is [0, -1]: a pad must be"),
+    ("pad", [(2, 3)], {"paddings": [[1], [0, 1]]}, "paddings[0] must be a [before, after] pair"),
+    (
+        "pad",
+        [(1, 3)],
+        {"paddings": [[1, 1], [0, 0]], "mode": "reflect"},
+        "paddings[0] is [1, 1]: mode 'reflect' pads less than the size of the axis, 1 (at most 0)",
+    ),
+    (
+        "pad",
+        [(2, 3)],
+        {"paddings": [[0, 0], [0, 4]], "mode": "symmetric"},
+        "paddings[1] is [0, 4]: mode 'symmetric' pads at most the size of the axis, 3 (at most 3)",
+    ),
+    (
+        "pad",
+        [(2, 3)],
+        {"paddings": [[0, 0], [0, 1]], "mode": "REFLECT"},
+        "mode must be 'constant', 'reflect' or 'symmetric', got 'REFLECT'",
+    ),
+    (
+        "pad",
+        [(2, 3)],
+        {"paddings": [[0, 0], [0, 1]], "mode": "reflect", "constant_values": 1},
+        "constant_values applies to mode 'constant' only, not 'reflect'",
+    ),
+    ("tile", [(2, 3)], {"reps": [2]}, "reps [2] has 1 entries; x (2, 3) has 2 axes"),
+    ("tile", [(2, 3)], {"reps": 2}, "reps must be a list of integers, one per axis of x, got 2"),
+    ("tile", [(2, 3)], {"reps": [1, -1]}, "reps [1, -1]: every rep must be >= 0"),
+    ("repeat", [(2, 3)], {"repeats": [1, 2], "axis": 1}, "repeats has 2 counts; axis 1 of x has 3"),
+    ("repeat", [(2, 3)], {"repeats": [1, 2]}, "repeats has 2 counts; x's elements (axis=None"),
+    ("repeat", [(2, 3)], {"repeats": 2, "axis": 2}, "axis 2 is out of range for rank 2"),
+    ("repeat", [(2, 3)], {"repeats": -1}, "repeats must be >= 0, got -1"),
+    ("repeat", [(2, 3)], {"repeats": 1.5}, "repeats must be an integer or a list of integers"),
+    ("roll", [(2, 3)], {"shift": [1, 2]}, "axis=None rolls x flattened, by an integer shift"),
+    ("roll", [(2, 3)], {"shift": 1, "axis": [0, 1]}, "two integers or two lists of one length"),
+    ("roll", [(2, 3)], {"shift": [1, 1], "axis": [0, 0]}, "axis [0, 0] names the same axis twice"),
+    ("roll", [(2, 3)], {"axis": 0}, "shift must be an integer or a list of integers, got None"),
+    ("dilate", [(2, 3)], {"dilation": 1}, "axes must be an integer or a list of integers, got"),
+    ("dilate", [(2, 3)], {"axes": [0], "dilation": -1}, "dilation must be an integer >= 0, got -1"),
+    ("undilate", [(2, 3)], {"axes": [2], "dilation": 1}, "axis 2 is out of range for rank 2"),
     ("reshape", [(2, 3)], {"shape": [4, 2]}, "cannot reshape (2, 3) (6 elements) into [4, 2]"),
     ("reshape", [(2, 3)], {"shape": [4, -1]}, "cannot reshape (2, 3) into [4, -1]"),
     ("reshape", [(2, 3)], {"shape": [-1, -1]}, "shape [-1, -1] may hold one -1"),
@@ -769,6 +998,32 @@ SHAPE_ERRORS = [
         {"output_shape": [1, 8, 8, 2], "strides": 2},
         "needs x of shape (1, 4, 4, 2)",
     ),
+    ("tensordot", [(2, 3), (3, 4)], {}, "axes is required: an integer or a pair"),
+    ("tensordot", [(2, 3), (3, 4)], {"axes": 3}, "axes=3 contracts that many axes of each side"),
+    ("tensordot", [(2, 3), (3, 4)], {"axes": [[0], [0]]}, "axis 0 of a has size 2, axis 0 of b 3"),
+    ("tensordot", [(2, 3), (3, 4)], {"axes": [[1, 0], [0]]}, "pairs 2 axes of a with 1 of b"),
+    ("tensordot", [(2, 3), (3, 4)], {"axes": [[2], [0]]}, "axes of a: axis 2 is out of range"),
+    ("tensordot", [(2, 3), (3, 4)], {"axes": "1"}, "axes must be an integer or a pair"),
+    ("einsum", [(2, 3)], {}, "equation must be a string such as 'ij,jk->ik', got None"),
+    ("einsum", [(2, 3)], {"equation": "ij,jk->ik"}, "has subscripts for 2 operand(s), got 1"),
+    ("einsum", [(2, 3)], {"equation": "ijk->i"}, "operand 1 has shape (2, 3) (rank 2)"),
+    ("einsum", [(2, 3), (4, 5)], {"equation": "ij,jk->ik"}, "index 'j' has size 3 in operand 1"),
+    ("einsum", [(2, 3)], {"equation": "ii->i"}, "index 'i' has size 2 in operand 1 and 3"),
+    ("einsum", [(2, 3)], {"equation": "ij->k"}, "output index 'k' is in no operand"),
+    ("einsum", [(2, 3)], {"equation": "ij->ii"}, "the output repeats index 'i'"),
+    ("einsum", [(2, 3)], {"equation": "i1->i"}, "an index is one letter a-z or A-Z, got '1'"),
+    ("einsum", [(2, 3)], {"equation": "...j->j"}, "'...' is not supported; name every axis"),
+    ("einsum", [(2, 3)], {"equation": "ij->i->j"}, "has more than one '->'"),
+    ("inv", [(2, 3)], {}, "x has shape (2, 3); it needs square matrices in its last two axes"),
+    ("det", [(3,)], {}, "x has shape (3,); it needs square matrices"),
+    ("cholesky", [(2, 3, 4)], {}, "x has shape (2, 3, 4); it needs square matrices"),
+    ("solve", [(3, 4), (3, 1)], {}, "a has shape (3, 4); it needs square matrices"),
+    ("solve", [(3, 3), (3,)], {}, "b has shape (3,); it needs matrices [..., 3, k]"),
+    ("solve", [(3, 3), (2, 1)], {}, "b has 2 rows, a is 3x3"),
+    ("solve", [(2, 3, 3), (3, 1)], {}, "batch axes (2,) and () differ (tf.linalg.solve"),
+    ("triangular_solve", [(3, 3), (2, 1)], {}, "b has shape (2, 1); it needs matrices [..., 3"),
+    ("triangular_solve", [(2, 3, 3), (4, 3, 1)], {}, "batch axes: shapes (2,) and (4,) do not"),
+    ("triangular_solve", [(3, 3), (3, 1)], {"lower": 1}, "lower must be True or False, got 1"),
     ("getitem", [(3, 4)], {"index": (5,)}, "index [5] does not apply to shape (3, 4)"),
     ("getitem", [(3, 4)], {"index": (0, 0, 0)}, "index [0, 0, 0] does not apply to shape (3, 4)"),
     ("getitem", [(3, 4)], {"index": (Ellipsis, Ellipsis)}, "index [..., ...] does not apply"),

@@ -14,9 +14,13 @@ import pytest
 from gradcheck.ops import all_ops, get_op, unbroadcast
 from gradcheck.ops.broadcast import normalize_axes
 from gradcheck.ops.conv import RULE_NAMES
+from gradcheck.ops.contractions import einsum_adjoint, fill_arrays, tensordot_axes
+from gradcheck.ops.pooling import pool_names
 from gradcheck.ops.reductions import reduced_size
 from gradcheck.ops.shape import _perm
 from gradcheck.references.tensorflow import load_tensorflow
+
+POOLS = ("max_pool2d", "avg_pool2d", "max_pool1d", "avg_pool1d")
 
 # One application per op: arguments (shapes, or values) and attributes.
 # fmt: off
@@ -43,6 +47,19 @@ APPLICATIONS: dict[str, list[tuple[list, dict]]] = {
     "reshape": [([(2, 3)], {"shape": [3, 2]})],
     "flip": [([(2, 3, 4)], {"axis": [0, 2]}), ([(2, 3)], {"axis": -1})],
     "swapaxes": [([(2, 3, 4)], {"axis1": 0, "axis2": -1})],
+    # ops/layout.py
+    "pad": [([(2, 3)], {"paddings": [[1, 0], [2, 2]], "mode": "reflect", "constant_values": 0}),
+            ([(3, 2)], {"paddings": [[3, 1], [0, 2]], "mode": "symmetric", "constant_values": 0}),
+            ([(2, 3)], {"paddings": [[0, 2], [1, 0]], "mode": "constant", "constant_values": 1.5})],
+    "tile": [([(2, 3)], {"reps": [2, 3]}), ([(3,)], {"reps": [1]})],
+    "repeat": [([(2, 3)], {"repeats": [2, 0, 1], "axis": -1}),
+               ([(2, 3)], {"repeats": 2, "axis": None}), ([(2, 3)], {"repeats": 3, "axis": 0})],
+    "roll": [([(2, 3, 4)], {"shift": [1, -2], "axis": [0, 2]}),
+             ([(2, 3)], {"shift": 4, "axis": None}), ([(4,)], {"shift": -1, "axis": 0})],
+    "dilate": [([(2, 3)], {"axes": [0, -1], "dilation": 1}),
+               ([(2, 3)], {"axes": 1, "dilation": 2})],
+    "undilate": [([(5, 3)], {"axes": [0, 1], "dilation": 1}),
+                 ([(2, 7)], {"axes": -1, "dilation": 2})],
     "transpose": [([(2, 3, 4)], {"perm": [1, 2, 0]}), ([(2, 3)], {"perm": None})],
     "matrix_transpose": [([(2, 3, 4)], {})],
     "expand_dims": [([(2, 3)], {"axis": 1})], "squeeze": [([(2, 1, 3)], {"axis": None})],
@@ -89,12 +106,44 @@ APPLICATIONS: dict[str, list[tuple[list, dict]]] = {
                ([(1, 9, 2), (3, 2, 2)], {"padding": "VALID", "dilations": 2}, "numpy")],
     "conv2d_transpose": [([(2, 3, 3, 4), (3, 3, 2, 4)], {"output_shape": [2, 6, 6, 2],
                           "strides": 2, "padding": "SAME"})],
+    # ops/pooling.py, ops/normalization.py, one_hot
+    "max_pool2d": [([[[[[1.0], [3.0], [3.0]], [[3.0], [0.0], [1.0]], [[2.0], [2.0], [5.0]]]]],
+                    {"ksize": 2, "strides": 1, "padding": "VALID", "data_format": "NHWC"}),
+                   ([(2, 5, 4, 3)], {"ksize": [3, 2], "strides": 2, "padding": "SAME",
+                                     "data_format": "NHWC"})],
+    "avg_pool2d": [([(2, 5, 4, 3)], {"ksize": 3, "strides": [2, 1], "padding": "SAME",
+                                     "data_format": "NHWC"}),
+                   ([(1, 4, 4, 2)], {"ksize": 2, "strides": None, "padding": "VALID",
+                                     "data_format": "NHWC"})],
+    "max_pool1d": [([[[[1.0], [1.0], [2.0], [2.0], [0.0]]]],
+                    {"ksize": 2, "strides": 1, "padding": "SAME", "data_format": "NWC"}),
+                   ([(2, 7, 3)], {"ksize": 3, "strides": 2, "padding": "VALID",
+                                  "data_format": "NWC"})],
+    "avg_pool1d": [([(2, 7, 3)], {"ksize": 4, "strides": 2, "padding": "SAME",
+                                  "data_format": "NWC"})],
+    "layer_norm": [([(3, 5)], {"axis": -1, "epsilon": 1e-5}),
+                   ([(2, 3, 4)], {"axis": [1, 2], "epsilon": 1e-3})],
+    "batch_norm": [([(2, 3, 3, 2)], {"axis": [0, 1, 2], "epsilon": 1e-5})],
+    "softmax_cross_entropy": [([(3, 4), "probabilities(3, 4)"], {"axis": -1}),
+                              ([(3, 2), "probabilities0(3, 2)"], {"axis": 0})],
+    "one_hot": [(["ints[0, 2, 2]"], {"depth": 3, "dtype": "float64"})],
     "var": [([(2, 3, 4)], {"axis": 1, "keepdims": False})],
     "std": [([(2, 3, 4)], {"axis": [0, 2], "keepdims": True})],
     "norm": [([(2, 3)], {"ord": 2, "axis": None, "keepdims": False}),
              ([(2, 3)], {"ord": 1, "axis": 1, "keepdims": False}),
              ([[[1.0, -3.0, 3.0], [2.0, 0.5, -1.0]]], {"ord": "inf", "axis": -1, "keepdims": True}),
              ([(2, 3, 4)], {"ord": "fro", "axis": [0, 2], "keepdims": False})],
+    # ops/contractions.py, ops/solvers.py
+    "tensordot": [([(2, 3, 4), (4, 3, 5)], {"axes": [[2, 1], [0, 1]]}),
+                  ([(2, 3), (3, 4)], {"axes": 1}), ([(2,), (3, 2)], {"axes": 0})],
+    "einsum": [([[(3, 4), (4, 2)]], {"equation": "ij,jk->ki"}),
+               ([[(3, 3), (3, 2)]], {"equation": "ii,ij->j"}),
+               ([[(3, 3, 2), (4,)]], {"equation": "iij,k->jk"}), ([[(3, 3)]], {"equation": "ii"})],
+    "inv": [(["dominant(2, 3, 3)"], {})], "det": [(["dominant(2, 3, 3)"], {})],
+    "solve": [(["dominant(2, 3, 3)", (2, 3, 2)], {})],
+    "cholesky": [(["spd(2, 3, 3)"], {})],
+    "triangular_solve": [(["dominant(2, 3, 3)", (3, 2)], {"lower": True}),
+                         (["dominant(3, 3)", (2, 3, 1)], {"lower": False})],
 }
 # fmt: on
 
@@ -102,6 +151,16 @@ APPLICATIONS: dict[str, list[tuple[list, dict]]] = {
 def value(spec, rng: np.random.Generator) -> np.ndarray:
     if isinstance(spec, str) and spec.startswith("ints"):  # an integer argument: indices
         return np.array(eval(spec.removeprefix("ints")), dtype=np.int64)
+    if isinstance(spec, str) and spec.startswith(("dominant", "spd")):  # well-conditioned
+        shape = eval(spec.removeprefix("dominant").removeprefix("spd"))
+        m = rng.standard_normal(shape)
+        if spec.startswith("spd"):
+            return m @ np.swapaxes(m, -1, -2) + shape[-1] * np.eye(shape[-1])
+        return m + (shape[-1] + 1) * np.eye(shape[-1])
+    if isinstance(spec, str) and spec.startswith("probabilities"):  # soft labels, summing
+        axis = 0 if spec.startswith("probabilities0") else -1  # to 1 along the op's axis
+        p = rng.uniform(0.1, 1.0, eval(spec.removeprefix("probabilities").removeprefix("0")))
+        return p / p.sum(axis=axis, keepdims=True)
     if isinstance(spec, str):  # "positive(2, 3)"
         shape = eval(spec.removeprefix("positive"))
         return rng.uniform(0.5, 2.0, shape)
@@ -115,26 +174,53 @@ def names(op, g, y, args, attrs, i) -> dict:
     # The ops by name, for what NumPy has no function for (erf, cumsum with exclusive).
     out = {**{o.name: o for o in all_ops()}, **RULE_NAMES, "g": g, "y": y, **attrs}
     if op.variadic:
-        out["values"] = args
+        out["values"] = out[op.params[0]] = args
         out["i"] = i
+    if "axis" in attrs and op.variadic:  # concat, stack
         sizes = [v.shape[attrs["axis"]] for v in args]
         out["sizes"], out["offsets"] = sizes, list(np.cumsum(sizes)[:-1])
-    else:
+    if not op.variadic:
         out.update(zip(op.params, args, strict=True))
+    if op.name == "tensordot":
+        a, b = args
+        out["axes_a"], out["axes_b"] = tensordot_axes(attrs["axes"], a.ndim, b.ndim)
+        out["free_a"] = [k for k in range(a.ndim) if k not in out["axes_a"]]
+        out["free_b"] = [k for k in range(b.ndim) if k not in out["axes_b"]]
+    if op.name == "einsum":
+        adjoint, others, fill = einsum_adjoint(attrs["equation"], [v.shape for v in args], i)
+        out["adjoint"], out["others"] = adjoint, [args[k] for k in others]
+        out["fill"] = fill_arrays(fill, np.float64)
     if "keepdims" in attrs:  # a reduction
         x = args[0]
         axes = normalize_axes(attrs["axis"], x.ndim)
         out["axis"] = axes
         out["kept_shape"] = tuple(1 if a in axes else d for a, d in enumerate(x.shape))
         out["n"] = reduced_size(x.shape, attrs["axis"])
+    if op.name in POOLS:  # the windows: ksize, strides, pads (ops.pooling.pool_names)
+        rank = int(op.name[-2])
+        out.update(pool_names(args[0], **{k: attrs[k] for k in op.attrs}, rank=rank))
+    if op.name in ("layer_norm", "batch_norm"):
+        out["axis"] = normalize_axes(attrs["axis"], args[0].ndim)
     if op.name == "transpose":
         out["perm"] = _perm(attrs["perm"], args[0].ndim)
+    if op.name in ("dilate", "undilate"):
+        out["axes"] = normalize_axes(attrs["axes"], args[0].ndim)
     if op.name == "broadcast_to":
         x, lead = args[0], len(attrs["shape"]) - args[0].ndim
         target = attrs["shape"]
         stretched = [lead + a for a, d in enumerate(x.shape) if d == 1 and target[lead + a] != 1]
         out["summed_axes"] = (*range(lead), *stretched)
     return out
+
+
+def _tf_value(tf, value):
+    """A name's value in TensorFlow: arrays, and lists of arrays (a variadic op's
+    operands, einsum's others and fill), as tensors; anything else as it is."""
+    if isinstance(value, np.ndarray):
+        return tf.constant(value)
+    if isinstance(value, list) and value and all(isinstance(v, np.ndarray) for v in value):
+        return [tf.constant(v) for v in value]
+    return value
 
 
 def evaluate(text: str, namespace: dict):
@@ -201,12 +287,7 @@ def test_the_numpy_text_computes_the_vjp(name, k, i):
 def test_the_tensorflow_text_computes_the_vjp(name, k, i):
     tf = load_tensorflow()
     op, args, attrs, y, g = setup(name, k)
-    tensors = {
-        key: tf.constant(v) if isinstance(v, np.ndarray) else v
-        for key, v in names(op, g, y, args, attrs, i).items()
-    }
-    if op.variadic:
-        tensors["values"] = [tf.constant(v) for v in args]
+    tensors = {key: _tf_value(tf, v) for key, v in names(op, g, y, args, attrs, i).items()}
     got = np.asarray(evaluate(op.rule(i, "tensorflow"), {"tf": tf, **tensors}), np.float64)
     np.testing.assert_allclose(
         unbroadcast(got, args[i].shape), want(op, args, attrs, y, g, i), rtol=1e-12, atol=1e-12
@@ -244,11 +325,7 @@ def test_the_numpy_text_computes_the_jvp(name, k, i):
 @pytest.mark.parametrize(("name", "k", "i"), list(applications(tensorflow=True)))
 def test_the_tensorflow_text_computes_the_jvp(name, k, i):
     tf = load_tensorflow()
-    op, namespace, args, expected = jvp_setup(name, k, i)
-    tensors = {
-        key: tf.constant(v) if isinstance(v, np.ndarray) else v for key, v in namespace.items()
-    }
-    if op.variadic:
-        tensors["values"] = [tf.constant(v) for v in args]
+    op, namespace, _, expected = jvp_setup(name, k, i)
+    tensors = {key: _tf_value(tf, v) for key, v in namespace.items()}
     got = np.asarray(evaluate(op.rule(i, "tensorflow", "fwd"), {"tf": tf, **tensors}), np.float64)
     np.testing.assert_allclose(np.broadcast_to(got, expected.shape), expected, 1e-12, 1e-12)

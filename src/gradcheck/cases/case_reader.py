@@ -24,7 +24,7 @@ from ..ops.broadcast import fmt_shape
 from ..util.limits import CASE_ELEMENTS
 from .dtypes import DEFAULT_TOLERANCES, INTEGER_DTYPES
 from .inputs import Given, RandomSpec, Source, cotangent_spec, integer_dtype, stable_seed
-from .integers import check_indices, input_dtype, integer_literal
+from .integers import check_indices, check_values, input_dtype, integer_literal
 from .model import Case, InvalidCase, Tolerance
 from .reading import Map, Seq, check_read, line_of
 from .values import (
@@ -54,8 +54,7 @@ INTERNAL = "gradcheck could not read this case"
 
 
 def case_elements(expression: Expression) -> int:
-    """The elements of every node's value (inputs included): what an engine's tape holds,
-    with what each op holds while it computes (a convolution's im2col expansion)."""
+    """Every node's elements (inputs included) and its op's scratch: what a run holds."""
     return sum(math.prod(node.shape) + scratch(node) for node in expression.nodes)
 
 
@@ -120,7 +119,7 @@ class CaseReader:
         if sources is FAILED:
             problems.check(_expr_source, raw)  # parsing needs the inputs' shapes
         else:
-            expression = problems.check(self._expression, raw, sources)
+            expression = problems.check(self._expression, raw, sources, dtype)
         if expression is not FAILED:
             wrt = problems.check(_wrt, raw, expression, sources)
             cotangent = problems.check(_output_cotangent, settings, expression, seed, dtype)
@@ -213,7 +212,7 @@ class CaseReader:
         except ValueError as e:
             raise CaseFileError(f"{what}: {e}", spec.line) from None
 
-    def _expression(self, raw: Map, inputs: Mapping[str, Source]) -> Expression:
+    def _expression(self, raw: Map, inputs: Mapping[str, Source], dtype: str) -> Expression:
         """The parsed expression; its errors and oversized nodes at their file lines."""
         source, line = _expr_source(raw)
         node = raw.nodes["expr"]
@@ -222,6 +221,7 @@ class CaseReader:
                 source,
                 {name: value.shape for name, value in inputs.items()},
                 {name: d for name, value in inputs.items() if (d := integer_dtype(value))},
+                dtype,
             )
         except ExpressionError as e:
             raise CaseFileError(e.message, _ExprLines(node, source).line(e.line)) from None
@@ -252,6 +252,7 @@ class CaseReader:
         if unused:
             raise CaseProblems(unused)
         check_indices(expression, inputs, raw["inputs"].key_lines)
+        check_values(expression, inputs, raw["inputs"].key_lines)
         return expression
 
 

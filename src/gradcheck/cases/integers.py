@@ -107,3 +107,36 @@ def _outside(source: Source, low: int, high: int) -> tuple[str, str] | None:
     values = values if isinstance(values, tuple) else [values]
     first = next((v for v in values if not low <= v < high), None)
     return None if first is None else (f"index {int(first)}", "")
+
+
+def check_values(
+    expression: Expression, sources: Mapping[str, Source], lines: Mapping[str, int]
+) -> None:
+    """Each float input an op constrains (`Op.value_check`: labels that sum to 1) as the op
+    needs it: a problem at the input's line otherwise; a random input cannot be."""
+    problems = []
+    for node in expression.op_nodes:
+        op = node.op
+        if op is None or op.value_check is None:
+            continue
+        shapes = [a.shape for a in node.args]
+        for param, arg in zip(op.params, node.args, strict=False):
+            if arg.name not in sources or param in op.integer:
+                continue
+            source = sources[arg.name]
+            values = None if isinstance(source, RandomSpec) else _flat(source)
+            problem = op.value_check(param, values, *shapes, **node.attrs)
+            if problem is not None:
+                problems.append(CaseFileError(f"{node.text}: {problem}", lines[arg.name]))
+    if problems:
+        raise CaseProblems(problems)
+
+
+def _flat(source: Source) -> list[float]:
+    """A given input's numbers, flat in C order, without NumPy where the case wrote them."""
+    if isinstance(source, Given):
+        values = source.values
+        if isinstance(values, float):
+            return [values] * source.size
+        return list(values) if isinstance(values, tuple) else values.ravel().tolist()
+    return source.ravel().tolist()

@@ -68,9 +68,10 @@ def ops(
     spell = (spelling or Spelling.numpy).value if rules or spelling or forward else None
     mode = "fwd" if forward else "rev"
     table = Table(box=None, pad_edge=False)
-    # Signatures and TensorFlow names are copied into code: never cut; the meaning goes
-    # under the TensorFlow name, wrapping at words, so that 80 columns hold it all.
-    table.add_column("op", no_wrap=True)
+    # Signatures and TensorFlow names are copied into code: never cut, only wrapped at
+    # words (a pool's signature is most of 80 columns); the meaning goes under the
+    # TensorFlow name, so that 80 columns hold it all.
+    table.add_column("op", overflow="fold", min_width=24)
     table.add_column("operator", no_wrap=True)
     heading = "TensorFlow" if spell else "TensorFlow, meaning"
     table.add_column(heading, overflow="fold", min_width=24)
@@ -153,7 +154,10 @@ def _ops_markdown() -> str:
         "x's shape with them as size 1 and `n` the number of elements each output",
         "summarises. Elementwise VJPs give the broadcast shape, which is then summed back to",
         "each argument's shape (unbroadcast); a JVP may give the argument's shape, which is",
-        "then broadcast to the output's.",
+        "then broadcast to the output's. For tensordot `axes_a`/`axes_b` are the contracted",
+        "axes of a and of b, pairwise, `free_a`/`free_b` the others; for einsum `adjoint` is",
+        "operand i's VJP as an equation, `others` the other operands and `fill` the identity",
+        "matrices (a repeated index) and ones (an index only operand i has) it needs.",
         "",
         "| op | TensorFlow | meaning | VJP (NumPy) | VJP (TensorFlow) | JVP (NumPy) "
         "| JVP (TensorFlow) |",

@@ -11,6 +11,7 @@ report shows which cases wait for which method. Next to it goes a first case fil
 
 from __future__ import annotations
 
+import json
 import re
 import textwrap
 from pathlib import Path
@@ -34,6 +35,8 @@ SECTIONS = {
     "statistics": "var, std and norm: axis as a reduction's",
     "comparisons": "comparisons (0/1 in the case dtype, no gradient), where and clip",
     "gathers": "gathers: integer indices (int32 or int64); a repeated index accumulates",
+    "contractions": "contractions: tensordot's axes an int or a pair; einsum's equation first",
+    "solvers": "inverses and solvers: square matrices in the last two axes, batched",
     "user": "user-defined ops (--ops)",
 }
 PARAM_NOTES = {
@@ -109,15 +112,23 @@ def _section(title: str) -> str:
     return f"    # -- {title} {rule}\n"
 
 
+def _literal(value: object) -> str:
+    """A default as ruff format writes it: strings in double quotes."""
+    return json.dumps(value) if isinstance(value, str) else repr(value)
+
+
 def _op_method(op: Op) -> str:
-    params = ["self", *op.params, *(f"{k}={v!r}" for k, v in op.attrs.items())]
+    params = ["self", *op.params, *(f"{k}={_literal(v)}" for k, v in op.attrs.items())]
+    if op.leading is not None:  # einsum(self, *operands, equation=None)
+        params = ["self", f"*{op.params[0]}", *params[2:]]
     summary = f"{op.signature} -> {op.tf_name or 'no TensorFlow builder'}"
     if op.operator:
         summary += f", also the operator {'-x' if op.operator == 'u-' else op.operator}"
     meaning = op.doc or f"user-defined op, declared at {op.origin}"
     details = [meaning if meaning.endswith(".") else f"{meaning}."]
     if op.variadic:
-        details.append(f"`{op.params[0]}` is a list of your nodes.")
+        how = "your nodes, spread" if op.leading else "a list of your nodes"
+        details.append(f"`{op.params[0]}` is {how}.")
     if op.name in PARAM_NOTES:
         details.append(PARAM_NOTES[op.name])
     details += [
@@ -125,7 +136,18 @@ def _op_method(op: Op) -> str:
         for p in op.integer
     ]
     doc = _docstring(summary, " ".join(details))
-    return f"    def {op.name}({', '.join(params)}):\n{doc}        raise NotImplementedError\n"
+    return f"{_def_line(op.name, params)}\n{doc}        raise NotImplementedError\n"
+
+
+def _def_line(name: str, params: list[str]) -> str:
+    """`def name(params):` as ruff format writes it: on one line, else the parameters on
+    one line of their own, else one per line."""
+    joined = ", ".join(params)
+    if len(line := f"    def {name}({joined}):") <= WIDTH:
+        return line
+    if len(inner := f"        {joined}") <= WIDTH:
+        return f"    def {name}(\n{inner}\n    ):"
+    return f"    def {name}(\n" + "".join(f"        {p},\n" for p in params) + "    ):"
 
 
 def _docstring(summary: str, details: str) -> str:
@@ -138,8 +160,12 @@ def _docstring(summary: str, details: str) -> str:
     if re.match(r"[a-z]{2,} ", details):  # a sentence now, not the rest of one
         details = details[0].upper() + details[1:]
     body = textwrap.fill(details, WIDTH, initial_indent=indent, subsequent_indent=indent)
-    if len(f'{indent}"""{summary}.') > WIDTH:  # a long TensorFlow name on a line of its own
-        summary = summary.replace(" -> ", f"\n{indent}-> ", 1)
+    if len(f'{indent}"""{summary}.') > WIDTH:  # a long TensorFlow name on lines of its own
+        signature, tf_name = summary.split(" -> ", 1)
+        mapping = textwrap.fill(
+            f"-> {tf_name}", WIDTH - 1, initial_indent=indent, subsequent_indent=indent + "   "
+        )
+        summary = f"{signature}\n{mapping}"
     return f'{indent}"""{summary}.\n\n{body}\n{indent}"""\n'
 
 

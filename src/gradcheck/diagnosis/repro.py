@@ -142,7 +142,8 @@ def _call(check: NodeCheck) -> str:
         else f"a{i}"
         for i, arg in enumerate(node.args)
     ]
-    listed = [f"[{', '.join(args)}]"] if node.op.variadic else args
+    spread = not node.op.variadic or node.op.leading is not None  # einsum(*operands, equation)
+    listed = args if spread else [f"[{', '.join(args)}]"]
     keywords = [f"{key}={value!r}" for key, value in node.attrs.items()]
     return f"engine.{node.op.name}({', '.join(listed + keywords)})"
 

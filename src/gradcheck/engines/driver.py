@@ -170,7 +170,8 @@ def build_expression(
             op = node.op
             args = [built[a] for a in node.args]
             method = getattr(engine, op.name)
-            call_args = [args] if op.variadic else args
+            # A list for a variadic op, but spread where it has a leading attribute (einsum).
+            call_args = [args] if op.variadic and op.leading is None else args
             try:
                 built[node] = build_call(node.text, method, *call_args, **node.attrs)
             except Unsupported as unsupported:

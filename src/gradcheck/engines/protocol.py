@@ -63,7 +63,11 @@ def missing_methods(engine: Any) -> list[str]:
 
 
 def _op_method(op: Op) -> Callable[..., Any]:
-    if op.variadic:
+    if op.variadic and op.leading is not None:  # einsum(self, *operands, equation)
+
+        def method(self: Any, *values: Any, **attrs: Any) -> Any:
+            return self.apply(op, list(values), attrs)
+    elif op.variadic:
 
         def method(self: Any, values: list[Any], **attrs: Any) -> Any:
             return self.apply(op, list(values), attrs)

@@ -17,60 +17,37 @@ from typing import Any
 
 from ..ops import Op, Shape, ShapeError, all_ops, get_op, has_op, operator_ops
 from .graph import Expression, Node
+from .syntax import BINOPS as _BINOPS
+from .syntax import COMPARISONS as _COMPARISONS
+from .syntax import FORBIDDEN as _FORBIDDEN
+from .syntax import UNSUPPORTED_BINOPS as _UNSUPPORTED_BINOPS
+from .syntax import ExpressionError, attr_literal, float_literal, is_negative_number, is_number
 
 MAX_DEPTH = 200
-
-_BINOPS = {ast.MatMult: "@", ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
-_COMPARISONS = {
-    ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!=",
-}  # fmt: skip
-_UNSUPPORTED_BINOPS = {
-    ast.FloorDiv: "//",
-    ast.Mod: "%",
-    ast.LShift: "<<",
-    ast.RShift: ">>",
-    ast.BitOr: "|",
-    ast.BitXor: "^",
-    ast.BitAnd: "&",
-}
-_FORBIDDEN = {
-    ast.Attribute: "attribute access is not allowed; call an op by its name",
-    ast.Lambda: "lambda is not allowed",
-    ast.BoolOp: "and/or are not allowed",
-    ast.IfExp: "conditional expressions are not allowed",
-    ast.Dict: "dicts are not allowed",
-    ast.Set: "sets are not allowed",
-    ast.ListComp: "comprehensions are not allowed",
-    ast.GeneratorExp: "comprehensions are not allowed",
-    ast.Starred: "*args are not allowed",
-    ast.JoinedStr: "strings are not allowed",
-}
-
-
-class ExpressionError(ValueError):
-    """A problem with an expression, at `line` (1-based, within the expression)."""
-
-    def __init__(self, message: str, line: int = 1) -> None:
-        super().__init__(message)
-        self.message = message
-        self.line = line
 
 
 def parse(
     source: str,
     input_shapes: Mapping[str, Shape],
     integer_inputs: Mapping[str, str] | None = None,
+    dtype: str | None = None,
 ) -> Expression:
     """Parse `source` into an `Expression` whose inputs have the given shapes;
-    `integer_inputs` names the integer ones (indices, labels) with their dtypes."""
-    return _Parser(source, input_shapes, integer_inputs or {}).parse()
+    `integer_inputs` names the integer ones (indices, labels) with their dtypes; `dtype`,
+    the case's, fills in an op's ``dtype`` attribute left None (one_hot's output)."""
+    return _Parser(source, input_shapes, integer_inputs or {}, dtype).parse()
 
 
 class _Parser:
     def __init__(
-        self, source: str, input_shapes: Mapping[str, Shape], integer_inputs: Mapping[str, str]
+        self,
+        source: str,
+        input_shapes: Mapping[str, Shape],
+        integer_inputs: Mapping[str, str],
+        dtype: str | None,
     ) -> None:
         self.source = source.strip()
+        self.dtype = dtype
         self.nodes: list[Node] = []
         self.inputs: dict[str, Node] = {}
         self.input_shapes = {k: tuple(v) for k, v in input_shapes.items()}
@@ -151,8 +128,8 @@ class _Parser:
             )
         if isinstance(node, ast.Name):
             return self._name(node)
-        if isinstance(node, ast.Constant) or _is_negative_number(node):
-            return self._add(node, shape=(), literal=_float(node))
+        if isinstance(node, ast.Constant) or is_negative_number(node):
+            return self._add(node, shape=(), literal=float_literal(node))
         if isinstance(node, ast.BinOp):
             symbol = _BINOPS.get(type(node.op))
             if symbol is None:
@@ -241,6 +218,8 @@ class _Parser:
                 node.lineno,
             )
         op = get_op(node.func.id)
+        if op.leading is not None:
+            return self._leading_call(node, op, depth)
         n_params = len(op.params)
         positional, extra = node.args[:n_params], node.args[n_params:]
         if len(positional) < n_params:
@@ -253,7 +232,7 @@ class _Parser:
                 f"{self._text(node)}: too many arguments for {op.signature}", node.lineno
             )
         attrs = {
-            name: _literal(value, self._text(value))
+            name: attr_literal(value, self._text(value))
             for name, value in zip(op.attrs, extra, strict=False)
         }
         for kw in node.keywords:
@@ -261,7 +240,7 @@ class _Parser:
                 raise ExpressionError(f"{self._text(node)}: **kwargs are not allowed", node.lineno)
             if kw.arg in attrs:
                 raise ExpressionError(f"{self._text(node)}: {kw.arg} given twice", node.lineno)
-            attrs[kw.arg] = _literal(kw.value, self._text(kw.value))
+            attrs[kw.arg] = attr_literal(kw.value, self._text(kw.value))
         if op.variadic:
             values = positional[0]
             if not isinstance(values, (ast.List, ast.Tuple)) or not values.elts:
@@ -274,11 +253,36 @@ class _Parser:
             args = [self._node(a, depth + 1) for a in positional]
         return self._apply(node, op, args, attrs)
 
+    def _leading_call(self, node: ast.Call, op: Op, depth: int) -> Node:
+        """einsum("ij,jk->ik", a, b): the leading attribute, a string, then the operands."""
+        first = node.args[0] if node.args else None
+        if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+            raise ExpressionError(
+                f"{self._text(node)}: {op.name} takes its {op.leading} first, a string: "
+                f'{op.name}("ij,jk->ik", a, b)',
+                node.lineno,
+            )
+        if len(node.args) < 2:
+            raise ExpressionError(
+                f"{self._text(node)}: {op.name} needs at least one operand after its {op.leading}",
+                node.lineno,
+            )
+        attrs: dict[str, Any] = {op.leading: first.value}
+        for kw in node.keywords:
+            if kw.arg is None or kw.arg in attrs:
+                what = "**kwargs are not allowed" if kw.arg is None else f"{kw.arg} given twice"
+                raise ExpressionError(f"{self._text(node)}: {what}", node.lineno)
+            attrs[kw.arg] = attr_literal(kw.value, self._text(kw.value))
+        args = [self._node(a, depth + 1) for a in node.args[1:]]
+        return self._apply(node, op, args, attrs)
+
     def _apply(self, node: ast.AST, op: Op, args: list[Node], attrs: dict[str, Any]) -> Node:
         text = self._text(node)
         _check_integer_args(text, op, args, node.lineno)
         try:
             attrs = op.resolve_attrs(attrs)
+            if "dtype" in op.attrs and attrs["dtype"] is None and self.dtype:
+                attrs["dtype"] = self.dtype
             shapes = [a.shape for a in args]
             shape = op.shape(shapes, **attrs) if op.variadic else op.shape(*shapes, **attrs)
         except ShapeError as e:
@@ -321,7 +325,7 @@ class _Parser:
         return self._index_int(node)
 
     def _index_int(self, node: ast.expr) -> int:
-        value = _literal(node, self._text(node)) if _is_number(node) else None
+        value = attr_literal(node, self._text(node)) if is_number(node) else None
         if isinstance(value, bool) or not isinstance(value, int):
             raise ExpressionError(
                 f"{self._text(node)}: only basic indexing is supported "
@@ -349,51 +353,3 @@ def _check_integer_args(text: str, op: Op, args: list[Node], line: int) -> None:
                 f"or a spec with init: integers and dtype: int64), not the float {arg.text}",
                 line,
             )
-
-
-def _is_negative_number(node: ast.expr) -> bool:
-    return (
-        isinstance(node, ast.UnaryOp)
-        and isinstance(node.op, ast.USub)
-        and isinstance(node.operand, ast.Constant)
-    )
-
-
-def _is_number(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) or _is_negative_number(node)
-
-
-def _number(node: ast.expr) -> int | float:
-    sign = -1 if _is_negative_number(node) else 1
-    value = node.operand.value if sign < 0 else node.value  # type: ignore[attr-defined]
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ExpressionError(
-            f"{ast.unparse(node)}: only numeric literals are allowed", node.lineno
-        )
-    return sign * value
-
-
-def _float(node: ast.expr) -> float:
-    try:
-        return float(_number(node))
-    except OverflowError:
-        raise ExpressionError(
-            "a literal is too large for a float; write it as 1e308 at most", node.lineno
-        ) from None
-
-
-def _literal(node: ast.expr, text: str) -> Any:
-    """An attribute's value: a number, a string ('SAME'), True/False, None or a list of
-    those."""
-    if isinstance(node, ast.Constant) and (
-        node.value is None or isinstance(node.value, (bool, str))
-    ):
-        return node.value
-    if _is_number(node):
-        return _number(node)
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return [_literal(e, text) for e in node.elts]
-    raise ExpressionError(
-        f"{text}: attributes must be literal numbers, strings, lists, True/False or None",
-        node.lineno,
-    )

@@ -8,8 +8,9 @@ rounding alone decides which side an engine lands on (``relu(a * b - c)`` at 1e-
 integers, so zeros and ties are exact in every engine), since TensorFlow's convention
 there is part of the contract (SPEC §3) -- except for the ops whose kinks the engine
 declares a convention of its own for (SPEC §4 `conventions`): those are kept away from
-their kinks always. The values are the builtin engine's, which
-the test suite holds to TensorFlow op by op.
+their kinks always. A matrix an op inverts (`Op.conditioned`, `Op.symmetric`) must be
+diagonally dominant, so well-conditioned (positive definite where symmetric). The values
+are the builtin engine's, which the test suite holds to TensorFlow op by op.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ import numpy as np
 from ..cases.dtypes import numpy_dtype
 from ..cases.model import Case
 from ..engines.builtin.engine import BuiltinEngine
-from ..engines.driver import EngineRun, Unsupported, build_expression
+from ..engines.driver import EngineFailure, EngineRun, Unsupported, build_expression
 from ..expression import Node
 from ..ops.broadcast import normalize_axes
+from ..ops.pooling import window_distance
+from ..ops.registry import DOMINANCE
 
 VALUE_BOUND = 100.0  # larger values make rounding differences larger than the tolerances
 
@@ -46,6 +49,10 @@ def admissible(
         built = build_expression(
             engine, expression, case.inputs, set(case.wrt), case.cotangent.dtype
         )
+    except EngineFailure as e:  # a singular matrix inverted: outside the op's domain
+        if isinstance(e.__cause__, np.linalg.LinAlgError):
+            raise Unfair from e
+        raise
     except Unsupported:  # forward values only
         engine, built = (
             None,
@@ -80,11 +87,42 @@ def _fair(node: Node, values: dict[Node, np.ndarray], *, kinks: bool, gap: float
         for param, interval in op.domain.items():
             if not np.all(interval.contains(args[op.params.index(param)].astype(np.float64))):
                 return False
+        for param in {*op.conditioned, *op.symmetric}:
+            if not dominant(args[op.params.index(param)], symmetric=param in op.symmetric):
+                return False
     if op.kink is None:
         return True
     distance = kink_distance(node, args)
     near = (distance < gap) & ((distance != 0) | (not kinks))
     return not near.any()
+
+
+def dominant(matrix: np.ndarray, *, symmetric: bool = False) -> bool:
+    """Whether each matrix of the last two axes is diagonally dominant by `DOMINANCE` (so
+    invertible and well-conditioned, and so is each of its triangles); `symmetric`: also
+    symmetric with a positive diagonal, so positive definite."""
+    m = matrix.astype(np.float64)
+    diag = np.diagonal(m, axis1=-2, axis2=-1)
+    rest = np.sum(np.abs(m), axis=-1) - np.abs(diag)
+    if not np.all(np.abs(diag) - rest >= DOMINANCE):
+        return False
+    return not symmetric or bool(np.all(m == np.swapaxes(m, -1, -2)) and np.all(diag > 0))
+
+
+def make_dominant(shape: tuple[int, ...], values: tuple[float, ...], symmetric: bool) -> tuple:
+    """`values` (row-major, of `shape`) made diagonally dominant: each diagonal element
+    becomes, with its sign (positive where `symmetric`, the lower triangle mirrored),
+    1 more than the rest of its row: still on the fuzzer's grid of sixteenths."""
+    m = np.array(values, np.float64).reshape(shape)
+    if symmetric:
+        m = np.tril(m) + np.swapaxes(np.tril(m, -1), -1, -2)
+    n = shape[-1]
+    eye = np.eye(n, dtype=bool)
+    rest = np.sum(np.abs(np.where(eye, 0.0, m)), axis=-1)
+    sign = np.where(np.diagonal(m, axis1=-2, axis2=-1) < 0, -1.0, 1.0)
+    diag = (1.0 if symmetric else sign) * (rest + 2 * DOMINANCE)
+    m = np.where(eye, diag[..., None], m)
+    return tuple(float(v) for v in m.reshape(-1))
 
 
 def kink_distance(node: Node, args: list[np.ndarray]) -> np.ndarray:
@@ -98,6 +136,8 @@ def kink_distance(node: Node, args: list[np.ndarray]) -> np.ndarray:
         return np.minimum(np.abs(x - node.attrs["lo"]), np.abs(x - node.attrs["hi"]))
     if op.kink == "base":  # pow's exponent, where the base is <= 0 (kept out by the domain)
         return np.maximum(x, 0.0)
+    if op.kink == "window":  # a max-pool: ties within a window
+        return window_distance(x, rank=x.ndim - 2, **node.attrs)
     if len(args) == 2:  # maximum, minimum: a tie between the arguments
         return np.abs(x - args[1].astype(np.float64))
     # max, min over `axis`: an element tied with the extremum, or close behind it

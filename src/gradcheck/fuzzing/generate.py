@@ -11,7 +11,8 @@ or, in a quarter of the cases when a kinked op may occur, as small integers, whi
 relu and abs at 0 and max, min, maximum and minimum at ties on purpose. Then
 `domain.admissible` runs the builtin engine and keeps only the cases where every op's
 arguments really lie inside its domain and away from its kinks (at them exactly when
-kinks are the target).
+kinks are the target). A fresh square input of an op that inverts it (`Op.conditioned`)
+is made diagonally dominant (symmetric too for cholesky's, `Op.symmetric`).
 
 Every choice is drawn so that Hypothesis' smaller means simpler: fewer steps, the first
 op of the list, the newest value, lower ranks, axes of size 1, the first completion,
@@ -35,7 +36,7 @@ from ..cases.loader import load_case
 from ..cases.model import Case, InvalidCase
 from ..engines.driver import EngineRun
 from ..ops import Interval, Op, ShapeError, get_op
-from .domain import Unfair, admissible
+from .domain import Unfair, admissible, make_dominant
 from .program import Apply, Leaf, Literal, Program, Value
 from .proposals import (
     MAX_DIM,
@@ -189,6 +190,7 @@ class _Builder:
         swap = option & 1  # a bit of its own: the same whatever the options
         chosen = group[(option >> 1) % len(group)]
         args = [first, *(self._source(s, op, i + 1) for i, s in enumerate(chosen.rest))]
+        args = [self._conditioned(a, op, i) for i, a in enumerate(args)]
         # A reused value comes first unless swapped: `h * exp(h)`, as one writes it.
         reused_first = isinstance(chosen.rest[0], Reuse) if chosen.rest else False
         if swap != reused_first and len(args) == 2 and _swappable(op, args, chosen):
@@ -212,6 +214,23 @@ class _Builder:
         size = math.prod(shape)
         values = self.draw(_bytes(size))[:size]  # one choice for all the elements
         return Leaf(shape, tuple(grid[_scaled(b, len(grid))] for b in values))
+
+    def _conditioned(self, value: Value, op: Op, position: int) -> Value:
+        """A fresh square input an op inverts (`Op.conditioned`, `Op.symmetric`) made
+        diagonally dominant, where no op has used it yet; any other value as it is."""
+        param = None if op.variadic else op.params[position]
+        shape = getattr(value, "shape", ())
+        if (
+            param not in (*op.conditioned, *op.symmetric)
+            or not isinstance(value, Leaf)
+            or len(shape) < 2
+            or shape[-1] != shape[-2]
+            or any(value in v.args for v in self.values if isinstance(v, Apply))
+        ):
+            return value
+        made = Leaf(shape, make_dominant(shape, value.values, param in op.symmetric))
+        self.values = [made if v is value else v for v in self.values]
+        return made
 
     def _byte(self) -> int:
         return self.draw(_binary(1))[0]

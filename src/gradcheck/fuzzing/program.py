@@ -115,9 +115,11 @@ class _Renderer:
             return f"{self._operand(args[0])} {op.operator} {self._operand(args[1])}"
         if op.name == "getitem":  # the parser reads `x[...]` as getitem; there is no call form
             return self._operand(args[0]) + format_index(value.attrs.get("index", ()))
-        attrs = [f"{k}={v!r}" for k, v in value.attrs.items()]
+        attrs = [f"{k}={v!r}" for k, v in value.attrs.items() if k != op.leading]
         plain = [self._text(a) for a in args]
         listed = [f"[{', '.join(plain)}]"] if op.variadic else plain
+        if op.leading is not None:  # einsum("ij,jk->ik", a, b)
+            listed = [repr(value.attrs.get(op.leading, op.attrs[op.leading])), *plain]
         return f"{op.name}({', '.join(listed + attrs)})"
 
     def _operand(self, value: Value) -> str:

@@ -22,11 +22,12 @@ SPEC §6) is counted as rounding, not reported.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from hypothesis import HealthCheck, Phase, Verbosity, find, settings
@@ -232,6 +233,24 @@ def run(
     """Fuzz the engine `factory` makes over `space`: every bug found, each shrunk."""
     run = _Search(factory, budget, options, on_progress)
     seeds = random.Random(seed)
+    with _seed_alone():
+        stopped = _rounds(run, space, budget, seeds)
+    return SearchResult(
+        findings=list(run.found.values()),
+        examples=run.examples,
+        shrink_steps=run.shrink_steps,
+        rejected=run.rejected,
+        skipped=run.skipped,
+        unconfirmed=run.unconfirmed,
+        rounding=run.rounding,
+        coverage=run.coverage,
+        duration_s=time.monotonic() - run.started,
+        stopped=stopped,
+    )
+
+
+def _rounds(run: _Search, space: Space, budget: Budget, seeds: random.Random) -> str:
+    """Run rounds until one stops the search; why it stopped."""
     while True:
         run.new_in_round = 0
         try:
@@ -245,31 +264,41 @@ def run(
             )
         except NoSuchExample:
             if run.new_in_round == 0:  # Hypothesis drew nothing new: the space is exhausted
-                stopped = "exhausted"
-                break
+                return "exhausted"
             continue  # more repeats than allowed for: the budget is not spent yet
         except _Stop as stop:
-            stopped = stop.reason
-            break
+            return stop.reason
         except KeyboardInterrupt:
-            stopped = "interrupted"
-            break
+            return "interrupted"
         run.record(example)
         if budget.max_bugs is not None and len(run.found) >= budget.max_bugs:
-            stopped = "max-bugs"
-            break
-    return SearchResult(
-        findings=list(run.found.values()),
-        examples=run.examples,
-        shrink_steps=run.shrink_steps,
-        rejected=run.rejected,
-        skipped=run.skipped,
-        unconfirmed=run.unconfirmed,
-        rounding=run.rounding,
-        coverage=run.coverage,
-        duration_s=time.monotonic() - run.started,
-        stopped=stopped,
-    )
+            return "max-bugs"
+
+
+@contextlib.contextmanager
+def _seed_alone() -> Iterator[None]:
+    """Draw from the seed alone. Hypothesis now and then draws a literal found in the
+    source of any loaded module outside the standard library and site-packages (its
+    "local constants"): gradcheck's own when installed in development mode, the user's
+    engine and ops files, whatever else the process imported. A seeded search then
+    changed with every edit that added a literal anywhere, and with the engine under
+    test. That pool is emptied while the search runs (a private hook of Hypothesis's:
+    where a release lacks it, nothing is patched)."""
+    from hypothesis.internal.conjecture import providers
+
+    local = getattr(providers, "_get_local_constants", None)
+    empty = getattr(providers, "Constants", None)
+    cache = getattr(getattr(providers, "CONSTANTS_CACHE", None), "cache", None)
+    if local is None or empty is None or cache is None:
+        yield
+        return
+    providers._get_local_constants = empty  # a fresh Constants() is the empty pool
+    cache.clear()  # the permitted constants computed with the old pool
+    try:
+        yield
+    finally:
+        providers._get_local_constants = local
+        cache.clear()
 
 
 def _settings(max_examples: int) -> settings:

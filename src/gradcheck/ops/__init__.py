@@ -4,7 +4,10 @@
 # isort: off
 from . import elementwise, linalg, nn, reductions, shape  # noqa: F401  (declarations)
 from . import unary, cumulative, statistics, comparisons, gathers  # noqa: F401
+from . import layout  # noqa: F401
+from . import contractions, solvers  # noqa: F401
 from . import conv  # noqa: F401  (conv1d, conv2d, conv2d_transpose)
+from . import pooling, normalization  # noqa: F401
 
 # isort: on
 from .broadcast import broadcast_shapes, unbroadcast

@@ -1,8 +1,8 @@
 """Subgradient conventions: what an op's VJP may give at a kink or a tie (SPEC §4, §6.1).
 
 Where an op is not differentiable (relu, abs, leaky_relu, elu and selu at 0, maximum/minimum
-at a tie, the max/min reductions over tied elements, pow's exponent where the base is
-<= 0) any
+at a tie, the max/min reductions and max-pools over tied elements, pow's exponent where
+the base is <= 0) any
 subgradient is defensible, and engines differ: TensorFlow gives a maximum tie to its
 first argument, JAX and HIPS autograd split it, mygrad gives it to neither. Each
 convention here is the op's VJP with that choice made, so the builtin engine can follow
@@ -21,6 +21,7 @@ from types import MappingProxyType
 import numpy as np
 
 from .broadcast import expand_reduced, normalize_axes
+from .pooling import POOL_SCATTER
 from .reductions import spread
 from .registry import VJP
 
@@ -105,6 +106,11 @@ def _selu_negative(g, ans, x):
     return g * np.where(x <= 0, ans + 1.0507009873554805 * 1.6732632423543772, 1.0507009873554805)
 
 
+def _pool_split(g, ans, x, **attrs):
+    """A max-pool's VJP with each window's gradient shared among its tied maxima."""
+    return POOL_SCATTER(g, x, mode="max-split", rank=np.ndim(x) - 2, **attrs)
+
+
 _GT = np.greater
 _LT = np.less
 
@@ -155,6 +161,12 @@ for _op in ("max", "min"):
                    {0: _ties(lambda w, axes: _first(w, axes, last=True))}),
         Convention(_op, "all", "gives the whole gradient to every tied element", False,
                    {0: _ties(lambda w, axes: w)}),
+    )
+for _op in ("max_pool2d", "max_pool1d"):
+    _CATALOGUE += (
+        Convention(_op, "first", "gives a window's whole gradient to its first maximum", True),
+        Convention(_op, "split", "splits a window's gradient equally among its maxima", True,
+                   {0: _pool_split}),
     )
 # fmt: on
 

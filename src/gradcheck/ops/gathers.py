@@ -1,5 +1,6 @@
 """Ops that pick elements by integer indices (SPEC §3.1): take (tf.gather), take_along_axis,
-embedding, sparse_softmax_cross_entropy (one_hot, also §3.1's, is not declared yet).
+embedding, sparse_softmax_cross_entropy, and one_hot, whose output is a constant of the
+graph (its only input is integer: never differentiated) in the case's dtype.
 
 Their indices are integer inputs (`Op.integer`), never differentiated; each op says what
 they may hold (`Op.index_range`), so an index out of range is a case error at its input's
@@ -130,6 +131,27 @@ def _sparse_ce_jvp(t, ans, logits, labels):
     return np.sum((softmax - _label_mask(logits, labels)) * t, axis=-1)
 
 
+_FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16")
+
+
+def _one_hot_shape(indices: Shape, depth: object = None, dtype: object = None) -> Shape:
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise ShapeError(f"depth must be a positive integer (the classes), got {depth!r}")
+    if dtype is not None and dtype not in _FLOAT_DTYPES:
+        raise ShapeError(f"dtype must be one of {', '.join(_FLOAT_DTYPES)}, got {dtype!r}")
+    return (*indices, depth)
+
+
+def _one_hot(indices, depth, dtype):
+    if dtype == "bfloat16":
+        import ml_dtypes
+
+        out_dtype = ml_dtypes.bfloat16
+    else:
+        out_dtype = np.dtype(dtype or "float64")
+    return np.equal(np.expand_dims(indices, -1), np.arange(depth)).astype(out_dtype)
+
+
 _ROWS = "(slice(None),) * axis + (indices,)"  # take's place in x, as an index
 _ALONG = "tuple(indices if a == axis else np.indices(indices.shape, sparse=True)[a] for a in range(x.ndim))"  # noqa: E501
 _MASK = "(labels[..., None] == np.arange(logits.shape[-1]))"
@@ -199,5 +221,16 @@ register(Op(
                " * t, -1)", ""),
     tf_jvp_rules=(f"tf.reduce_sum((tf.nn.softmax(logits) - {_TF_MASK}) * t, -1)", ""),
     integer=("labels",), index_range=_sparse_ce_range,
+))
+register(Op(
+    name="one_hot", params=("indices",), attrs={"depth": None, "dtype": None},
+    shape=_one_hot_shape, forward=_one_hot,
+    vjps=(None,), jvps=(None,), rules=("",), tf_rules=("",), jvp_rules=("",), tf_jvp_rules=("",),
+    tf=lambda tf, indices, depth, dtype: tf.one_hot(
+        indices, depth, dtype=tf.as_dtype(dtype or "float64")),
+    tf_name="tf.one_hot",
+    doc="1 where the last axis' position is the index, else 0 (dtype: the case's)",
+    integer=("indices",), index_range=lambda indices, depth, dtype: (0, depth, f"depth {depth}"),
+    attr_choices={"depth": (2, 3, 5)},
 ))
 # fmt: on

@@ -39,13 +39,22 @@ Conventions shared by every declaration:
   builtin ops.
 * Variadic ops (``concat``, ``stack``) take one list parameter. Their single VJP (and
   JVP) receives the list and the position ``i`` of the element being differentiated.
+* A variadic op with a ``leading`` attribute (einsum's ``equation``) is written with that
+  attribute first, a string, and its operands spread after it (``einsum("ij,jk->ik", a,
+  b)``); engines get the operands spread too and the attribute by keyword
+  (``einsum(self, *operands, equation)``). Its rules still receive the list.
 * ``rules[i]`` and ``tf_rules[i]`` are VJP ``i`` written out as text, in NumPy and in
   TensorFlow spelling: what `gradcheck ops`, the diagnosis's fixes and the docs show.
   The names in them: ``g`` the cotangent, the parameters (``a``, ``b``, ``x``), ``y``
   the op's output, the attributes; for reductions ``axis`` is the tuple of reduced axes,
   ``kept_shape`` is x's shape with those axes as size 1 and ``n`` the number of elements
   each output summarises; ``summed_axes`` (broadcast_to) the axes broadcasting added or
-  stretched; ``sizes``/``offsets`` (concat) the pieces' lengths and where they end.
+  stretched; ``sizes``/``offsets`` (concat) the pieces' lengths and where they end;
+  ``axes`` (dilate, undilate) the tuple of dilated axes, non-negative;
+  ``axes_a``/``axes_b`` (tensordot) the contracted axes of a and of b, pairwise, and
+  ``free_a``/``free_b`` the others; ``adjoint``, ``others`` and ``fill`` (einsum) operand
+  ``i``'s VJP as an einsum: its equation, the other operands, and the identity matrices
+  (a repeated index, ``"ii->i"``) and ones (an index only operand ``i`` has) it needs.
   Elementwise rules give the broadcast shape, summed back by `unbroadcast` as the VJPs
   are. broadcast_to's VJP gives it too (so a fault in that one step reaches it as it
   reaches the binary ops), but its text writes the sum out: alone, ``g`` would read as
@@ -63,6 +72,21 @@ Conventions shared by every declaration:
   wrong for some values (cumprod at zeros: it divides by x), says why for these argument
   values, or None; a case that reaches such values is judged by the numeric reference,
   and its report says why (`runner.references`).
+* ``conditioned`` names the parameters that are square matrices (in their last two axes)
+  an op inverts (inv, det, solve, triangular_solve): ``gradcheck fuzz`` draws a fresh
+  input for one diagonally dominant, and keeps a case only where each such argument is
+  (rows' diagonal beyond the rest by `DOMINANCE`: invertible and well-conditioned, and
+  so is each triangle). ``symmetric`` names the parameters read as symmetric matrices
+  (cholesky's: TensorFlow's gradient is the symmetrised one): the numeric reference
+  symmetrises them, ``(x + x^T) / 2``, before the forward, so that it perturbs them
+  symmetrically, and the fuzzer draws them symmetric and dominant, positive definite.
+* An attribute ``dtype`` whose default is None (one_hot's, whose only input is integer)
+  is the case's float dtype, filled in when the case is read, so the op's output is in it.
+* ``value_check`` (softmax_cross_entropy's labels) says what a parameter's values must be
+  where they are known when the case is read: a case error at the input's line otherwise.
+* The pools' rule texts also name ``ksize``/``strides`` (one per spatial axis), ``spatial``
+  (those axes), ``pad_width``, ``strided``, ``unpadded`` and ``tf_ksize``/``tf_strides``
+  (`ops.pooling.pool_names`); the norms' ``axis`` is the tuple of reduced axes.
 * ``attr_choices`` maps an attribute to the values ``gradcheck fuzz`` tries for it, where
   its name says nothing the fuzzer knows (``axis``, ``keepdims``, ``perm``, ``shape`` and
   ``index`` it proposes itself): clip's bounds, cumsum's ``exclusive``, norm's ``ord``.
@@ -80,6 +104,9 @@ from typing import Any
 Shape = tuple[int, ...]
 VJP = Callable[..., Any]
 JVP = Callable[..., Any]
+
+
+DOMINANCE = 0.5  # a conditioned matrix's |diagonal| exceeds the rest of its row by this
 
 
 class ShapeError(ValueError):
@@ -115,7 +142,7 @@ class Op:
     # Where the op has points at which TensorFlow picks a subgradient (the diagnosis
     # says which convention; ops/conventions.py has the others): "zero" (relu, abs at
     # 0), "tie" (maximum, minimum, max, min), "base" (pow's exponent where a <= 0),
-    # "bound" (clip at lo and hi).
+    # "bound" (clip at lo and hi), "window" (max-pools: ties within a window).
     kink: str | None = None
     origin: str | None = None
     rules: tuple[str, ...] = ()  # each VJP as NumPy text (see the module docstring)
@@ -138,6 +165,14 @@ class Op:
     # the case's element caps (`max_elements`) as a node's are, so a small case cannot
     # ask for gigabytes.
     scratch: Callable[..., int] | None = None
+    leading: str | None = None  # an attribute written first, operands spread after it
+    conditioned: tuple[str, ...] = ()  # parameters that must be well-conditioned matrices
+    symmetric: tuple[str, ...] = ()  # parameters read as symmetric matrices (cholesky)
+    # What a float parameter's values must satisfy where the case gives them (labels that
+    # sum to 1): ``value_check(param, values, *arg_shapes, **attrs)`` returns the problem or
+    # None, ``values`` its numbers flat in C order (None for an input drawn at random);
+    # checked when a case is read.
+    value_check: Callable[..., str | None] | None = None
 
     def __post_init__(self) -> None:
         for rules, what in ((self.vjps, "VJPs"), (self.jvps, "JVPs")):
@@ -153,6 +188,11 @@ class Op:
         unknown = sorted(set(self.domain) - set(self.params))
         if unknown:
             raise TypeError(f"op {self.name}: domain for unknown parameter {unknown[0]!r}")
+        unknown = sorted({*self.conditioned, *self.symmetric} - set(self.params))
+        if unknown:
+            raise TypeError(f"op {self.name}: matrix declaration for unknown {unknown[0]!r}")
+        if self.leading is not None and (not self.variadic or self.leading not in self.attrs):
+            raise TypeError(f"op {self.name}: leading needs a variadic op and an attribute")
         unknown = sorted(set(self.attr_choices) - set(self.attrs))
         if unknown:
             raise TypeError(f"op {self.name}: attr_choices for unknown attribute {unknown[0]!r}")
@@ -178,6 +218,9 @@ class Op:
 
     @property
     def signature(self) -> str:
+        if self.leading is not None:  # einsum(equation, *operands)
+            rest = [f"{k}={v!r}" for k, v in self.attrs.items() if k != self.leading]
+            return f"{self.name}({', '.join([self.leading, f'*{self.params[0]}', *rest])})"
         params = [f"[{p}, ...]" if self.variadic else p for p in self.params]
         attrs = [f"{k}={v!r}" for k, v in self.attrs.items()]
         return f"{self.name}({', '.join(params + attrs)})"

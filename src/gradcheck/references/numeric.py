@@ -5,6 +5,10 @@ in float64, the output computed by each op's NumPy `forward` (the same table the
 engine and TensorFlow's builders come from). The forward value it reports is that forward
 in the case's dtype, as the builtin engine computes it.
 
+**Symmetric arguments.** An op that reads an argument as a symmetric matrix
+(`Op.symmetric`: cholesky) gets ``(x + x^T) / 2``, so that a step in one element moves
+its mirror too: the finite differences are TensorFlow's symmetrised gradient.
+
 **Which derivatives.** An input (or `wrt` binding) of up to `FULL_LIMIT` elements gets
 its whole gradient, one element at a time. A larger one is checked the way fast gradient
 checkers do, along `DIRECTIONS` random unit directions ``u``: the registry's own VJPs give
@@ -142,6 +146,9 @@ class _Program:
         op = node.op
         assert op is not None
         args = [values[a] for a in node.args]
+        for param in op.symmetric:  # read as symmetric (cholesky): perturbed symmetrically
+            k = op.params.index(param)
+            args[k] = (args[k] + np.swapaxes(args[k], -1, -2)) / 2
         out = op.forward(args, **node.attrs) if op.variadic else op.forward(*args, **node.attrs)
         return np.asarray(out, np.float64)
 

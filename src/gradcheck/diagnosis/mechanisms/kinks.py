@@ -8,6 +8,7 @@ import numpy as np
 
 from ...expression import Node
 from ...ops import unbroadcast
+from ...ops.pooling import window_ties
 
 
 def kink_mask(node: Node, arg: int, inputs: Mapping[str, np.ndarray]) -> np.ndarray | None:
@@ -26,6 +27,8 @@ def kink_mask(node: Node, arg: int, inputs: Mapping[str, np.ndarray]) -> np.ndar
         if arg != 1:
             return None
         return _on(_value(node, inputs, 0) <= 0, x.shape)
+    if op.kink == "window":  # a max-pool: elements tied for some window's maximum
+        return window_ties(x, rank=x.ndim - 2, **node.attrs)
     if len(op.params) == 2:  # maximum / minimum: a tie between the two arguments
         return _on(_value(node, inputs, 0) == _value(node, inputs, 1), x.shape)
     # max / min reductions: elements tied for the extremum

@@ -130,13 +130,14 @@ def apply(op: Op, args: Sequence[Tensor], attrs: dict[str, Any]) -> Tensor:
     """`op` applied to Tensors: its value, in the arguments' dtype, and how it was made.
     Integer arguments (indices, labels) do not count: `take(x, i)` is in x's dtype."""
     floats = [a.value for a in args if a.value.dtype.kind not in "iu"]
-    dtype = np.result_type(*(floats or [a.value for a in args]))
     values = [working(a.value) for a in args]
     requires_grad = any(a.requires_grad for a in args)
     if requires_grad and not op.vjps:  # a user op declared without NumPy VJPs
         raise NotImplementedError(f"{op.name} declares no NumPy VJPs ({op.origin})")
     with np.errstate(all="ignore"):  # inf and nan are results to compare, not warnings
         out = op.forward(values, **attrs) if op.variadic else op.forward(*values, **attrs)
+    # Integer arguments only (one_hot): the op's own output dtype, the case's.
+    dtype = np.result_type(*floats) if floats else np.asarray(out).dtype
     return Tensor(np.asarray(out).astype(dtype, copy=False), op, list(args), attrs, requires_grad)
 
 

@@ -14,7 +14,8 @@ Conventions at kinks and ties (SPEC §4 and §6.1), probed on autograd 1.9: relu
 ``np.maximum(x, 0.0)``, as autograd code writes it, so relu'(0) = 1/2 (TensorFlow: 0);
 abs'(0) = 0, as TensorFlow; max/min reductions split the gradient among ties, as
 TensorFlow; ``maximum``/``minimum`` split a tie half and half (TensorFlow gives it to
-``a``); the exponent's gradient of ``pow`` is NaN where the base is negative. autograd
+``a``); the exponent's gradient of ``pow`` is NaN where the base is negative; the
+max-pools (windows gathered by indexing, `NumpyApiPoolOps`) split a tie. autograd
 has no leaky_relu, elu, selu or gelu: they are written here with ``np.where`` and
 ``autograd.scipy.special.erf``, following TensorFlow at 0.
 
@@ -35,10 +36,13 @@ from typing import Any, ClassVar
 import autograd
 import autograd.numpy as anp
 import numpy as np
+from autograd.scipy.linalg import solve_triangular
 from autograd.scipy.special import erf, expit
 from autograd.scipy.special import logsumexp as _logsumexp
 
 from .numpy_api import NumpyApiOps, np_axis
+from .numpy_api_linalg import NumpyApiLinalgOps
+from .numpy_api_pool import NumpyApiPoolOps
 
 # selu's constants (Klambauer et al. 2017); autograd has no selu of its own.
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -51,7 +55,7 @@ def _axes(axis, ndim: int) -> list[int]:
     return list(axis) if isinstance(axis, (list, tuple)) else [axis]
 
 
-class AutogradEngine(NumpyApiOps):
+class AutogradEngine(NumpyApiLinalgOps, NumpyApiPoolOps, NumpyApiOps):
     name = "autograd"
     xp = anp
     conventions: ClassVar[dict[str, str]] = {
@@ -60,6 +64,8 @@ class AutogradEngine(NumpyApiOps):
         "maximum": "split",
         "minimum": "split",
         "pow": "nan",
+        "max_pool2d": "split",  # the pools' max is autograd's max, which splits a tie
+        "max_pool1d": "split",
     }
     higher_order = True  # nested make_vjp: inside an outer trace, the gradients are boxes
 
@@ -115,6 +121,36 @@ class AutogradEngine(NumpyApiOps):
     def silu(self, x):
         return x * expit(x)
 
+    def einsum(self, *operands, equation=None):
+        # autograd's einsum VJP refuses a repeated index ("ii->i"): each repeat is taken
+        # as a diagonal first, of the last two axes (the only ones its VJP takes), last.
+        inputs, arrow, output = equation.partition("->")
+        if not arrow:  # implicit: the indices used once, sorted
+            used = inputs.replace(",", "")
+            output = "".join(sorted(c for c in set(used) if used.count(c) == 1))
+        subscripts, taken = [], []
+        for s, x in zip(inputs.split(","), operands, strict=True):
+            while len(set(s)) < len(s):
+                c = next(c for c in s if s.count(c) > 1)
+                p, q = s.index(c), s.index(c, s.index(c) + 1)
+                x = anp.diagonal(anp.moveaxis(x, [p, q], [-1, -2]), axis1=-1, axis2=-2)
+                s = s[:p] + s[p + 1 : q] + s[q + 1 :] + c
+            subscripts.append(s)
+            taken.append(x)
+        return anp.einsum(f"{','.join(subscripts)}->{output}", *taken)
+
+    def triangular_solve(self, a, b, lower=True):
+        # autograd's solve_triangular VJP takes 2-D arrays only: a batch is solved matrix
+        # by matrix, batch axes broadcast as TensorFlow's.
+        if anp.ndim(a) == 2 and anp.ndim(b) == 2:
+            return solve_triangular(a, b, lower=lower)
+        batch = np.broadcast_shapes(anp.shape(a)[:-2], anp.shape(b)[:-2])
+        a, b = (self.broadcast_to(v, (*batch, *anp.shape(v)[-2:])) for v in (a, b))
+        flat_a = anp.reshape(a, (-1, *anp.shape(a)[-2:]))
+        flat_b = anp.reshape(b, (-1, *anp.shape(b)[-2:]))
+        solved = [solve_triangular(flat_a[k], flat_b[k], lower=lower) for k in range(len(flat_a))]
+        return anp.reshape(anp.stack(solved), (*batch, *anp.shape(b)[-2:]))
+
     def prod(self, x, axis=None, keepdims=False):
         # autograd's prod VJP divides the product by x (NaN at a zero): the factors are
         # multiplied out one slice at a time instead, whose VJPs are exact there.
@@ -134,6 +170,14 @@ class AutogradEngine(NumpyApiOps):
         if ord == "inf":
             return anp.max(anp.abs(x), axis=axis, keepdims=keepdims)
         return anp.sqrt(anp.sum(x * x, axis=axis, keepdims=keepdims))
+
+    def pad(self, x, paddings, mode="constant", constant_values=0):
+        # autograd's pad VJP knows the constant mode only, and fails even on that one.
+        return self.pad_by_concat(x, paddings, mode, constant_values)
+
+    def repeat(self, x, repeats, axis=None):
+        # autograd's repeat takes no list of counts.
+        return self.repeat_by_index(x, repeats, axis)
 
     def cumprod(self, x, axis=0, exclusive=False, reverse=False):
         raise NotImplementedError("HIPS autograd defines no VJP for cumprod")

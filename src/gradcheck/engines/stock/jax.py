@@ -12,7 +12,8 @@ TensorFlow; abs'(0) = 1 (TensorFlow: 0); max/min reductions split the gradient a
 ties, as TensorFlow; ``maximum``/``minimum`` split a tie half and half (TensorFlow gives
 it to ``a``); the exponent's gradient of ``pow`` is NaN where the base is negative;
 leaky_relu'(0) = 1 (TensorFlow: alpha) and selu'(0) = scale * alpha, the negative
-branch's slope (TensorFlow: scale); elu'(0) = alpha, as TensorFlow.
+branch's slope (TensorFlow: scale); elu'(0) = alpha, as TensorFlow; the max-pools
+(``lax.reduce_window``) give a tie to the window's first maximum, as TensorFlow.
 
 The main use is a custom op: subclass and add one method, e.g. a ``jax.custom_vjp``
 function for an op declared in an ``--ops`` file::
@@ -31,10 +32,14 @@ from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
+import jax.scipy.linalg
 import jax.scipy.special
 import numpy as np
 
+from ...ops.pooling import geometry
 from .numpy_api import NumpyApiOps, np_axis
+from .numpy_api_linalg import NumpyApiLinalgOps
+from .numpy_api_pool import NumpyApiPoolOps
 
 jax.config.update("jax_enable_x64", True)  # before any array is made
 
@@ -86,7 +91,7 @@ def _tangent(fn: Callable[..., Any], primals: tuple, tangents: tuple) -> Any:
     return jax.jvp(fn, primals, tangents)[1]
 
 
-class JaxEngine(NumpyApiOps):
+class JaxEngine(NumpyApiLinalgOps, NumpyApiPoolOps, NumpyApiOps):
     name = "jax"
     xp = jnp
     conventions: ClassVar[dict[str, str]] = {
@@ -158,6 +163,12 @@ class JaxEngine(NumpyApiOps):
         # under forward mode's jit, where the indices arrive traced.
         return jnp.take_along_axis(x, indices, axis=axis)
 
+    def triangular_solve(self, a, b, lower=True):
+        # JAX's solve_triangular wants equal batch axes: broadcast them first, as TF does.
+        batch = jnp.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        a, b = (jnp.broadcast_to(v, (*batch, *v.shape[-2:])) for v in (a, b))
+        return jax.scipy.linalg.solve_triangular(a, b, lower=lower)
+
     def logsumexp(self, x, axis=None, keepdims=False):
         return jax.nn.logsumexp(x, axis=np_axis(axis), keepdims=keepdims)
 
@@ -166,3 +177,19 @@ class JaxEngine(NumpyApiOps):
 
     def log_softmax(self, x, axis=-1):
         return jax.nn.log_softmax(x, axis=axis)
+
+    # -- pools: lax.reduce_window over TensorFlow's windows (its SAME pads given as pairs) --
+    def _pool(self, kind, x, ksize, strides, padding, data_format, rank):
+        geo = geometry(tuple(x.shape), ksize, strides, padding, data_format, rank)
+        dims, steps, pads = [1] * x.ndim, [1] * x.ndim, [(0, 0)] * x.ndim
+        for axis, k, s, pad in zip(geo.spatial, geo.ksize, geo.strides, geo.pads, strict=True):
+            dims[axis], steps[axis], pads[axis] = k, s, pad
+        window = (tuple(dims), tuple(steps), tuple(pads))
+        if kind == "max":  # its VJP gives a tie to the window's first maximum, as TensorFlow
+            return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, *window)
+        total = jax.lax.reduce_window(x, 0.0, jax.lax.add, *window)
+        count = jax.lax.reduce_window(jnp.ones(x.shape, x.dtype), 0.0, jax.lax.add, *window)
+        return total / count
+
+    def one_hot(self, indices, depth=None, dtype=None):
+        return jax.nn.one_hot(indices, depth, dtype=dtype or "float64")

@@ -12,13 +12,15 @@ from typing import Any
 
 import numpy as np
 
+from .numpy_api_layout import NumpyApiLayoutOps
+
 
 def np_axis(axis: Any) -> Any:
     """An `axis` attribute as NumPy takes it: a list of axes becomes a tuple."""
     return tuple(axis) if isinstance(axis, list) else axis
 
 
-class NumpyApiOps:
+class NumpyApiOps(NumpyApiLayoutOps):
     xp: Any  # the engine's NumPy-compatible module
 
     # -- elementwise -------------------------------------------------------------------

@@ -31,6 +31,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .torch_layout import TorchLayoutOps
+from .torch_linalg import TorchLinalgOps
+from .torch_pool import TorchPoolOps
+
 
 def _dims(x: torch.Tensor, axis: Any) -> Any:
     # A 0-d tensor reduces over "dim 0"; torch reads dim=() as every axis, never as none.
@@ -82,7 +86,7 @@ def _running(
     return torch.flip(y, [axis]) if reverse else y  # fmt: skip
 
 
-class TorchEngine:
+class TorchEngine(TorchLayoutOps, TorchLinalgOps, TorchPoolOps):
     name = "torch"
     conventions: ClassVar[dict[str, str]] = {
         "maximum": "split",

@@ -34,6 +34,7 @@ from ...errors import UsageError
 from .capture import Capture
 from .channel import Receiver, encode, read_reply, write_some
 from .messages import InitFailed, Ready, WorkerInit
+from .reaping import kill_tree
 from .worker import PHASE_BYTES, read_phase
 
 POLL_S = 0.25  # how often a wait looks for a worker that died silently
@@ -231,8 +232,7 @@ class Worker:
             self.lost = WorkerLost(message, self.capture.take())
 
     def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signal.SIGKILL)
+        kill_tree(self.process.pid, descendants=self.process.poll() is None)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=5)
 

@@ -21,6 +21,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from .reaping import become_subreaper
+
 PHASE_BYTES = 4096
 _LENGTH = struct.Struct("<I")
 _PR_SET_PDEATHSIG = 1
@@ -75,6 +77,7 @@ def _detach() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     with contextlib.suppress(Exception):  # Linux: die with the parent, even when hung
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    become_subreaper()  # the engine's setsid() children stay ours to kill
     faulthandler.enable(all_threads=True)  # a crash leaves its traceback in the capture
 
 
