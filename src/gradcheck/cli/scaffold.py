@@ -165,6 +165,11 @@ def _docstring(summary: str, details: str) -> str:
         mapping = textwrap.fill(
             f"-> {tf_name}", WIDTH - 1, initial_indent=indent, subsequent_indent=indent + "   "
         )
+        if len(f'{indent}"""{signature}') > WIDTH:  # a long signature wrapped at words
+            opening = f'{indent}"""'
+            signature = textwrap.fill(
+                signature, WIDTH, initial_indent=opening, subsequent_indent=indent
+            )[len(opening) :]
         summary = f"{signature}\n{mapping}"
     return f'{indent}"""{summary}.\n\n{body}\n{indent}"""\n'
 
