@@ -13,8 +13,8 @@ import pytest
 
 from gradcheck.ops import all_ops, get_op, unbroadcast
 from gradcheck.ops.broadcast import normalize_axes
-from gradcheck.ops.conv import RULE_NAMES
 from gradcheck.ops.contractions import einsum_adjoint, fill_arrays, tensordot_axes
+from gradcheck.ops.conv import RULE_NAMES
 from gradcheck.ops.pooling import pool_names
 from gradcheck.ops.reductions import reduced_size
 from gradcheck.ops.shape import _perm
