@@ -41,6 +41,7 @@ from autograd.scipy.special import erf, expit
 from autograd.scipy.special import logsumexp as _logsumexp
 
 from .numpy_api import NumpyApiOps, np_axis
+from .numpy_api_conv import NumpyApiConvOps
 from .numpy_api_linalg import NumpyApiLinalgOps
 from .numpy_api_pool import NumpyApiPoolOps
 
@@ -55,7 +56,7 @@ def _axes(axis, ndim: int) -> list[int]:
     return list(axis) if isinstance(axis, (list, tuple)) else [axis]
 
 
-class AutogradEngine(NumpyApiLinalgOps, NumpyApiPoolOps, NumpyApiOps):
+class AutogradEngine(NumpyApiLinalgOps, NumpyApiConvOps, NumpyApiPoolOps, NumpyApiOps):
     name = "autograd"
     xp = anp
     conventions: ClassVar[dict[str, str]] = {

@@ -38,6 +38,7 @@ import numpy as np
 
 from ...ops.pooling import geometry
 from .numpy_api import NumpyApiOps, np_axis
+from .numpy_api_conv import NumpyApiConvOps
 from .numpy_api_linalg import NumpyApiLinalgOps
 from .numpy_api_pool import NumpyApiPoolOps
 
@@ -91,7 +92,7 @@ def _tangent(fn: Callable[..., Any], primals: tuple, tangents: tuple) -> Any:
     return jax.jvp(fn, primals, tangents)[1]
 
 
-class JaxEngine(NumpyApiLinalgOps, NumpyApiPoolOps, NumpyApiOps):
+class JaxEngine(NumpyApiLinalgOps, NumpyApiConvOps, NumpyApiPoolOps, NumpyApiOps):
     name = "jax"
     xp = jnp
     conventions: ClassVar[dict[str, str]] = {

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .torch_conv import TorchConvOps
 from .torch_layout import TorchLayoutOps
 from .torch_linalg import TorchLinalgOps
 from .torch_pool import TorchPoolOps
@@ -86,7 +87,7 @@ def _running(
     return torch.flip(y, [axis]) if reverse else y  # fmt: skip
 
 
-class TorchEngine(TorchLayoutOps, TorchLinalgOps, TorchPoolOps):
+class TorchEngine(TorchLayoutOps, TorchLinalgOps, TorchConvOps, TorchPoolOps):
     name = "torch"
     conventions: ClassVar[dict[str, str]] = {
         "maximum": "split",
