@@ -77,6 +77,13 @@ class Space:
                 raise ValueError(f"dtype {dtype!r} is not one of {', '.join(DTYPES)}")
         if self.max_ops < 1 or self.max_rank < 0:
             raise ValueError("max_ops must be >= 1 and max_rank >= 0")
+        if not any(first_ranks(op, self.max_rank) for op in self.ops):  # conv2d at rank 3
+            need = min((r for r in range(self.max_rank + 1, 7) for op in self.ops
+                        if first_ranks(op, r)), default=None)  # fmt: skip
+            raise ValueError(
+                f"no op of {', '.join(self.ops)} applies to an input of rank {self.max_rank} or "
+                f"less" + (f": --max-rank {need} is needed" if need else "")
+            )
 
     @property
     def has_kinks(self) -> bool:
@@ -195,6 +202,8 @@ class _Builder:
         reused_first = isinstance(chosen.rest[0], Reuse) if chosen.rest else False
         if swap != reused_first and len(args) == 2 and _swappable(op, args, chosen):
             args.reverse()
+        if not _values_fit(op, args, chosen):  # fresh labels not summing to 1: none here
+            return True
         node = Apply(op, tuple(args), dict(chosen.attrs), chosen.shape)
         self.values += [a for a in args if isinstance(a, Leaf) and a not in self.values]
         self.values.append(node)
@@ -236,11 +245,25 @@ class _Builder:
         return self.draw(_binary(1))[0]
 
 
+def _values_fit(op: Op, args: list[Value], chosen: Completion) -> bool:
+    """The fresh inputs meet what the op asks of their values (`Op.value_check`), as the
+    case reader will hold them to."""
+    if op.value_check is None or op.variadic:
+        return True
+    attrs, shapes = {**op.attrs, **dict(chosen.attrs)}, [a.shape for a in args]
+    return all(
+        op.value_check(param, list(arg.values), *shapes, **attrs) is None
+        for param, arg in zip(op.params, args, strict=True)
+        if isinstance(arg, Leaf) and param not in op.integer
+    )
+
+
 def _swappable(op: Op, args: list[Value], chosen: Completion) -> bool:
     if op.variadic:
         return False
     try:
-        return op.shape(args[1].shape, args[0].shape, **dict(chosen.attrs)) == chosen.shape
+        attrs = {**op.attrs, **dict(chosen.attrs)}  # every attribute, as the parser gives
+        return op.shape(args[1].shape, args[0].shape, **attrs) == chosen.shape
     except ShapeError:
         return False
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
@@ -129,11 +129,16 @@ def shapes_beside(shape: Shape, max_rank: int) -> list[Shape]:
     return [shape for shape in dict.fromkeys(found) if len(shape) <= max_rank + 1]
 
 
-def attr_values(name: str, default: Any, shape: Shape, declared: Sequence[Any] = ()) -> list[Any]:
+def attr_values(
+    name: str, default: Any, shape: Shape, declared: Sequence[Any] | Callable = ()
+) -> list[Any]:
     """Candidate values of the attribute `name` for a first argument of `shape`, default
-    first; `declared` are the op's own choices for it (`Op.attr_choices`)."""
+    first; `declared` are the op's own choices for it (`Op.attr_choices`), or a function
+    of `shape` giving them."""
     r = len(shape)
-    if declared:
+    if callable(declared):
+        candidates = list(declared(tuple(shape)))
+    elif declared:
         candidates: list[Any] = list(declared)
     elif name == "keepdims":
         candidates = [False, True]

@@ -17,13 +17,15 @@ taps, and a grouped convolution as one per group, concatenated.
 
 from __future__ import annotations
 
+import itertools
+import math
 from typing import Any
 
 from ..util.lazy_numpy import np
 from .broadcast import fmt_shape
 from .conv_geometry import FORMATS, Geometry, geometry, is_int, moved, out_shape, relaid
 from .im2col import CONV, CONV_FILTER_GRAD, CONV_INPUT_GRAD, expansion
-from .registry import Interval, Op, ShapeError, register
+from .registry import Op, ShapeError, register
 
 # -- conv1d and conv2d ------------------------------------------------------------------
 
@@ -103,9 +105,9 @@ def _conv_op(rank: int, name: str, data: str, filt: str, tf_fn: Any) -> Op:
                       "dilations=dilations)",
                       f"tf.nn.{name}(x, t, strides, padding, data_format=data_format, "
                       "dilations=dilations)"),
-        domain={"x": Interval(-2.0, 2.0), "w": Interval(-2.0, 2.0)},
         attr_choices={"strides": (1, 2), "padding": ("VALID", "SAME", 1),
-                      "dilations": (1, 2)},
+                      "dilations": (1, 2), "groups": (1, 2), "data_format": FORMATS[rank][0],
+                      "filter_format": FORMATS[rank][1]},
         scratch=scratch,
     )  # fmt: skip
 
@@ -199,6 +201,25 @@ def _transpose_scratch(x, w, output_shape, strides, padding, data_format):
     return expansion(out, tuple(w), geo.strides, geo.pads, geo.dilations)
 
 
+def _output_shapes(x: tuple) -> list[list[int]]:
+    """conv2d_transpose's output shapes to fuzz beside an x of shape `x` (NHWC or NCHW):
+    the sizes strides 1 and 2 reach from each spatial size n with kernels up to 3, 1 to 3
+    channels, at most 64 elements (the fuzzer's largest value); the shape rule keeps
+    those that fit w and the other attributes."""
+    if len(x) != 4:
+        return []
+
+    def sizes(n: int) -> list[int]:
+        return sorted({n, n + 1, n + 2, 2 * n - 1, 2 * n, 2 * n + 1})
+
+    n, found = x[0], []
+    for h, w, c in itertools.product(sizes(x[1]), sizes(x[2]), (1, 2, 3)):
+        found.append([n, h, w, c])  # NHWC: x's spatial axes 1 and 2
+    for h, w, c in itertools.product(sizes(x[2]), sizes(x[3]), (1, 2, 3)):
+        found.append([n, c, h, w])  # NCHW: 2 and 3
+    return [s for s in found if math.prod(s) <= 64]
+
+
 def _tf_transpose(tf, x, w, output_shape, strides, padding, data_format):
     geo = _transpose_geo(x.shape.as_list(), w.shape.as_list(), output_shape, strides, padding,
                          data_format)  # fmt: skip
@@ -260,8 +281,8 @@ register(Op(
     jvp_rules=(f"conv2d_transpose(t, w, {_TRANSPOSE})", f"conv2d_transpose(x, t, {_TRANSPOSE})"),
     tf_jvp_rules=("tf.nn.conv2d_transpose(t, w, output_shape, strides, padding, data_format)",
                   "tf.nn.conv2d_transpose(x, t, output_shape, strides, padding, data_format)"),
-    domain={"x": Interval(-2.0, 2.0), "w": Interval(-2.0, 2.0)},
-    attr_choices={"strides": (1, 2), "padding": ("SAME", "VALID")},
+    attr_choices={"output_shape": _output_shapes, "strides": (1, 2),
+                  "padding": ("SAME", "VALID"), "data_format": ("NHWC", "NCHW")},
     scratch=_transpose_scratch,
 ))
 # fmt: on

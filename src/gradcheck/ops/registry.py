@@ -89,14 +89,15 @@ Conventions shared by every declaration:
   (`ops.pooling.pool_names`); the norms' ``axis`` is the tuple of reduced axes.
 * ``attr_choices`` maps an attribute to the values ``gradcheck fuzz`` tries for it, where
   its name says nothing the fuzzer knows (``axis``, ``keepdims``, ``perm``, ``shape`` and
-  ``index`` it proposes itself): clip's bounds, cumsum's ``exclusive``, norm's ``ord``.
-  Without it only the default is tried.
+  ``index`` it proposes itself): clip's bounds, cumsum's ``exclusive``, norm's ``ord``;
+  or a function of the first argument's shape giving them, where they depend on it
+  (conv2d_transpose's ``output_shape``). Without it only the default is tried.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -148,7 +149,9 @@ class Op:
     rules: tuple[str, ...] = ()  # each VJP as NumPy text (see the module docstring)
     tf_rules: tuple[str, ...] = ()  # ... and as TensorFlow text
     domain: Mapping[str, Interval] = field(default_factory=dict)  # parameter -> its values
-    attr_choices: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)  # for fuzzing
+    attr_choices: Mapping[str, tuple[Any, ...] | Callable[[Shape], Sequence[Any]]] = field(
+        default_factory=dict
+    )  # for fuzzing
     tf_wrong: Callable[..., str | None] | None = None  # see the module docstring
     jvps: tuple[JVP, ...] = ()  # forward mode: one per parameter, like the VJPs
     jvp_rules: tuple[str, ...] = ()  # each JVP as NumPy text ...
