@@ -166,9 +166,13 @@ register(Op(
     name="softmax_cross_entropy", params=("logits", "labels"), attrs={"axis": -1},
     shape=_ce_shape, forward=_ce,
     vjps=(_ce_logits_vjp, _ce_labels_vjp), jvps=(_ce_logits_jvp, _ce_labels_jvp),
-    tf=lambda tf, logits, labels, axis: tf.nn.softmax_cross_entropy_with_logits(
-        labels=labels, logits=logits, axis=axis),
-    tf_name="tf.nn.softmax_cross_entropy_with_logits",
+    # Composed, not the fused tf.nn.softmax_cross_entropy_with_logits: its gradient's
+    # gradient in labels is zero (it returns the kernel's `softmax - labels` as a constant).
+    tf=lambda tf, logits, labels, axis: -tf.reduce_sum(
+        labels * tf.nn.log_softmax(logits, axis), axis),
+    tf_name="-tf.reduce_sum(labels * tf.nn.log_softmax(logits, axis), axis) "
+            "(tf.nn.softmax_cross_entropy_with_logits' value; its fused gradient has no "
+            "second order in labels)",
     doc="-sum(labels * log_softmax(logits)) along axis; labels probabilities summing to 1",
     rules=(f"({_SOFTMAX} * {_TOTAL} - labels) * np.expand_dims(g, axis)",
            f"-{_LOG_SOFTMAX} * np.expand_dims(g, axis)"),
