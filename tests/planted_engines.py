@@ -1,7 +1,13 @@
 """Catalogue faults as engine files, for tests that run the command line
-(`--engine tests/planted_engines.py:LeadingOnly`): the builtin engine with one fault."""
+(`--engine tests/planted_engines.py:LeadingOnly`): the builtin engine with one fault;
+and one historical bug the catalogue has no entry for yet (`TakeAddsBuffered`)."""
+
+import numpy as np
 
 from gradcheck.diagnosis.faults.planted import FAULTS, FaultyEngine
+from gradcheck.engines.builtin.engine import BuiltinEngine
+from gradcheck.ops import Op
+from gradcheck.ops.registry import VJP
 
 
 class LeadingOnly(FaultyEngine):
@@ -23,3 +29,22 @@ class ConcatFirstAxis(FaultyEngine):
 
     def __init__(self) -> None:
         super().__init__(FAULTS["concat.first-axis"])
+
+
+class TakeAddsBuffered(BuiltinEngine):
+    """take's VJP as HIPS autograd had it until its issue #39 (2015): the gradient added
+    into zeros by `z[indices] += g`, a buffered fancy assignment, so a repeated index
+    keeps one of its gradients instead of their sum (`np.add.at` accumulates)."""
+
+    name = "builtin+take-adds-buffered"
+
+    def vjp_rule(self, op: Op, i: int) -> VJP:
+        if op.name != "take":
+            return super().vjp_rule(op, i)
+
+        def buffered(g, ans, x, indices, axis):
+            z = np.zeros_like(x)
+            z[(slice(None),) * (axis % x.ndim) + (indices,)] += g
+            return z
+
+        return buffered

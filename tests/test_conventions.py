@@ -48,6 +48,7 @@ CASE_OP = {
     "max_ties_integers_keepdims": "max", "min_ties_negative_axis": "min",
     "maximum_minimum_ties": "maximum", "maximum_as_relu": "maximum", "clip_at_bounds": "clip",
     "leaky_relu_at_zero": "leaky_relu", "elu_at_zero": "elu", "selu_at_zero": "selu",
+    "max_pool2d_ties_first": "max_pool2d", "max_pool1d_ties_same": "max_pool1d",
 }  # fmt: skip
 
 

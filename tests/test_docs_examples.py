@@ -242,3 +242,17 @@ def test_readme_ci_screen_is_a_working_setup(tmp_path, monkeypatch):
         assert ("engine tiny (from pyproject.toml)" in out.output) == (" -q" not in command)
     assert Path("report.html").read_text().startswith("<!DOCTYPE html>")
     assert "<testsuite" in Path("report.xml").read_text()
+
+
+def test_readme_lists_every_op_in_its_family():
+    """README's table of ops by family: each row's ops are those declared in that
+    family's module (src/gradcheck/ops/<family>.py), every op in one row."""
+    from gradcheck.ops import all_ops
+
+    table = section("README.md", "The ops, by family")
+    rows = dict(re.findall(r"^\| (\w+) \| `([^`]+)`", table, re.M))
+    declared: dict[str, list[str]] = {}
+    for op in all_ops():
+        if not op.origin:  # the registry's own, not a user op a test registered
+            declared.setdefault(op.tf.__module__.rsplit(".", 1)[-1], []).append(op.name)
+    assert {family: ops.split() for family, ops in rows.items()} == declared

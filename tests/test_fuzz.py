@@ -30,8 +30,8 @@ from gradcheck.fuzzing.search import bug_key, describe
 from gradcheck.ops import Interval, all_ops, get_op
 from gradcheck.results import CaseResult, Hint
 
-# Ops with integer parameters (indices) are not fuzzed yet: the leaves are floats.
-ALL = tuple(op.name for op in all_ops() if not op.integer)
+# Every op a program can grow through (not one_hot, whose only input is integer).
+ALL = tuple(op.name for op in all_ops() if op.params[0] not in op.integer)
 # The generator is fast and its examples small: many of them, no deadline; the same
 # examples on every run (derandomize), as a fixed fuzz seed would give.
 PROPERTY = settings(
@@ -118,7 +118,9 @@ def _finding_of(example):
         (("add", "mul", "maximum"), ("same", "size-1", "leading", "scalar", "constant", "reuse")),
         (("matmul",), ("batch", "batch one side", "batch size-1", "reuse")),
         (("sum", "mean", "max"), ("axis=None", "one axis", "several axes", "negative axis",
-                                  "keepdims", "integer inputs")),
+                                  "keepdims", "at kinks")),
+        (("take", "take_along_axis", "embedding", "sparse_softmax_cross_entropy"),
+         ("indices", "repeated index", "negative axis")),
         (("transpose", "getitem", "softmax"), ("perm", "index", "negative axis")),
     ],
 )  # fmt: skip
@@ -296,6 +298,27 @@ def test_a_seeded_run_draws_the_same_whatever_else_the_process_imported(tmp_path
     monkeypatch.syspath_prepend(tmp_path)
     __import__("literals_galore")
     assert once() == before
+
+
+GATHERS = ["take", "take_along_axis", "embedding", "sparse_softmax_cross_entropy"]
+
+
+def test_fuzzing_the_gathers_finds_a_scatter_that_drops_repeated_indices():
+    """HIPS/autograd's issue #39: take's VJP added the gradient by a buffered fancy
+    assignment; the fuzzer draws indices that repeat and shrinks to a case where one does.
+    A correct engine, the builtin one, comes out clean over the same ops."""
+    from planted_engines import TakeAddsBuffered
+
+    run = fuzz_engine(TakeAddsBuffered, ops=["take"], budget=Budget(200, max_bugs=1), seed=0)
+    assert len(run.bugs) == 1 and run.bugs[0].reproduced
+    bug = run.bugs[0]
+    assert bug.result.status == "failed" and bug.finding.key[1] == "take"
+    found = bug.finding.example.case
+    (indices,) = [v for v in found.inputs.values() if v.dtype == "int64"]
+    values = indices.ravel().tolist()
+    assert len(set(values)) < len(values)  # the smallest case still repeats an index
+    clean = fuzz_engine(BuiltinEngine, ops=GATHERS, budget=Budget(120), seed=0)
+    assert clean.bugs == [] and set(clean.search.coverage.ops) >= set(GATHERS)
 
 
 def test_the_budget_bounds_the_run():

@@ -124,7 +124,7 @@ def test_correct_engines_have_no_finding(spec):
     assert search.unconfirmed == search.rounding == 0
     covered = search.coverage.ops
     assert set(covered) == set(run.ops), "every op the engine has was generated"
-    # Kinked ops were checked with integer inputs too (exact zeros and ties), not only
+    # Kinked ops were checked with whole-number inputs too (exact zeros and ties), not only
     # away from their kinks.
-    kinked = [name for name, entry in covered.items() if "integer inputs" in entry.features]
+    kinked = [name for name, entry in covered.items() if "at kinks" in entry.features]
     assert len(kinked) >= 4, kinked

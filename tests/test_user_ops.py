@@ -6,6 +6,7 @@ naming the op and its line."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import textwrap
 from pathlib import Path
@@ -385,7 +386,10 @@ def test_cli_ops_schema_and_scaffold_list_user_ops(tmp_path: Path, ops_file: Pat
     assert listed.exit_code == 0
     lines = listed.stdout.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("scaled_tanh"))
-    row = " ".join(lines[at : at + 2])  # the meaning is under the TensorFlow name
+    # The meaning is under the TensorFlow name, on as many lines as the widest signature
+    # (conv1d's) leaves it room for: the row is its lines up to the next op's.
+    rest = itertools.takewhile(lambda line: line.startswith(" "), lines[at + 1 :])
+    row = " ".join([lines[at], *(line.strip() for line in rest)])
     assert "none: --reference numeric" in row and f"[user op, {ops_file}:" in row
     schema = json.loads(runner.invoke(app, ["schema", "--ops", str(ops_file)]).stdout)
     forbidden = schema["$defs"]["case"]["properties"]["inputs"]["propertyNames"]["not"]["enum"]

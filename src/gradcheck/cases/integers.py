@@ -112,20 +112,20 @@ def _outside(source: Source, low: int, high: int) -> tuple[str, str] | None:
 def check_values(
     expression: Expression, sources: Mapping[str, Source], lines: Mapping[str, int]
 ) -> None:
-    """Each float input an op constrains (`Op.value_check`: labels that sum to 1) as the op
+    """Each float input an op constrains (`Op.value_rule`: labels that sum to 1) as the op
     needs it: a problem at the input's line otherwise; a random input cannot be."""
     problems = []
     for node in expression.op_nodes:
         op = node.op
-        if op is None or op.value_check is None:
+        if op is None or op.value_rule is None:
             continue
         shapes = [a.shape for a in node.args]
         for param, arg in zip(op.params, node.args, strict=False):
-            if arg.name not in sources or param in op.integer:
+            if arg.name not in sources or param not in op.value_rule.params:
                 continue
             source = sources[arg.name]
             values = None if isinstance(source, RandomSpec) else _flat(source)
-            problem = op.value_check(param, values, *shapes, **node.attrs)
+            problem = op.value_rule.check(param, values, *shapes, **node.attrs)
             if problem is not None:
                 problems.append(CaseFileError(f"{node.text}: {problem}", lines[arg.name]))
     if problems:

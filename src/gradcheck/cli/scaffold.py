@@ -37,6 +37,10 @@ SECTIONS = {
     "gathers": "gathers: integer indices (int32 or int64); a repeated index accumulates",
     "contractions": "contractions: tensordot's axes an int or a pair; einsum's equation first",
     "solvers": "inverses and solvers: square matrices in the last two axes, batched",
+    "layout": "layout ops: pads, tiles, repeats, rolls and dilations (VJPs add copies)",
+    "conv": "convolutions: NHWC/NWC, HWIO/WIO unless the formats say; SAME is uneven",
+    "pooling": "pools: NHWC/NWC by default; ksize, strides an int or one per spatial axis",
+    "normalization": "normalisation over axis (training mode, no scale or shift) and soft labels",
     "user": "user-defined ops (--ops)",
 }
 PARAM_NOTES = {

@@ -4,7 +4,8 @@ Read off each checked case's expression, not off the generator's intentions: how
 op node's arguments met its output (broadcast kinds: the same shape, size-1 axes, fewer
 leading axes, a scalar, a literal constant; for ops over the last two axes, batch axes
 and how they broadcast), which reduction axes (none given, one, several, negative) and
-keepdims, permutations and indexes, and values used more than once.
+keepdims, permutations and indexes, values used more than once, integer inputs (an
+op's indices) and whether an index repeats in them; and ops checked at their kinks.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ..cases.inputs import draw_all
 from ..cases.model import Case
 from ..expression import Node
 from ..ops import broadcast_shapes
@@ -21,7 +23,7 @@ FEATURES = (
     "same", "size-1", "leading", "scalar", "constant",
     "batch", "batch one side", "batch size-1",
     "axis=None", "one axis", "several axes", "negative axis", "keepdims",
-    "perm", "index", "reuse", "integer inputs",
+    "perm", "index", "reuse", "at kinks", "indices", "repeated index",
 )  # fmt: skip
 
 
@@ -49,9 +51,9 @@ class Coverage:
             if node.op.name not in seen:
                 seen.add(node.op.name)
                 entry.examples += 1
-            found = features(node, uses)
+            found = features(node, uses) | _index_features(node, case)
             if kinks and node.op.kink:
-                found.add("integer inputs")
+                found.add("at kinks")
             entry.features.update(found)
 
     def to_dict(self) -> dict:
@@ -71,8 +73,9 @@ def ordered(features: Counter[str]) -> dict[str, int]:
 
 def features(node: Node, uses: Counter[Node]) -> set[str]:
     """What one op node exercises; `uses` counts each node's consumers in the expression."""
-    op, out, args = node.op, node.shape, node.args
+    op, out = node.op, node.shape
     assert op is not None
+    args = [a for a in node.args if not a.integer]  # indices meet no output's shape
     found: set[str] = set()
     if len(args) > 1 and not op.variadic:
         if op.shape is broadcast_shapes:  # an elementwise op
@@ -92,6 +95,20 @@ def features(node: Node, uses: Counter[Node]) -> set[str]:
     return found
 
 
+def _index_features(node: Node, case: Case) -> set[str]:
+    """An op's integer inputs (take's indices), and whether an index repeats in them."""
+    op = node.op
+    assert op is not None
+    found: set[str] = set()
+    for param, arg in zip(op.params, node.args, strict=False):
+        if param in op.integer and arg.name in case.inputs:
+            values = draw_all({arg.name: case.inputs[arg.name]})[arg.name].ravel()
+            found.add("indices")
+            if len(set(values.tolist())) < values.size:
+                found.add("repeated index")
+    return found
+
+
 def _meets(arg: Node, out: tuple[int, ...], *, batch: bool = False) -> set[str]:
     """How an argument's shape met the output's (only their batch axes when `batch`)."""
     if arg.is_literal:
@@ -101,6 +118,8 @@ def _meets(arg: Node, out: tuple[int, ...], *, batch: bool = False) -> set[str]:
         return {"same"}
     if not shape:
         return {"scalar"}
+    if len(shape) > len(target):  # not broadcast into the output: a gather's table
+        return set()
     found = {"leading"} if len(shape) < len(target) else set()
     aligned = target[len(target) - len(shape) :]
     if any(a == 1 and t > 1 for a, t in zip(shape, aligned, strict=True)):

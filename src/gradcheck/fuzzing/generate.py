@@ -12,7 +12,11 @@ relu and abs at 0 and max, min, maximum and minimum at ties on purpose. Then
 `domain.admissible` runs the builtin engine and keeps only the cases where every op's
 arguments really lie inside its domain and away from its kinks (at them exactly when
 kinks are the target). A fresh square input of an op that inverts it (`Op.conditioned`)
-is made diagonally dominant (symmetric too for cholesky's, `Op.symmetric`).
+is made diagonally dominant (symmetric too for cholesky's, `Op.symmetric`). An integer
+parameter (take's indices, `Op.integer`) takes a fresh integer input, each value inside
+the range the op may index (`Op.index_range`), and small axes make indices repeat; a
+parameter whose values are ruled (`Op.value_rule`: labels that sum to 1) takes a fresh
+input made to comply. Neither is swapped with another argument or reused as a value.
 
 Every choice is drawn so that Hypothesis' smaller means simpler: fewer steps, the first
 op of the list, the newest value, lower ranks, axes of size 1, the first completion,
@@ -35,7 +39,7 @@ from ..cases.dtypes import DTYPES
 from ..cases.loader import load_case
 from ..cases.model import Case, InvalidCase
 from ..engines.driver import EngineRun
-from ..ops import Interval, Op, ShapeError, get_op
+from ..ops import Interval, Op, Shape, ShapeError, get_op
 from .domain import Unfair, admissible, make_dominant
 from .program import Apply, Leaf, Literal, Program, Value
 from .proposals import (
@@ -196,27 +200,49 @@ class _Builder:
         group = kinds[_scaled(kind, len(kinds))]
         swap = option & 1  # a bit of its own: the same whatever the options
         chosen = group[(option >> 1) % len(group)]
-        args = [first, *(self._source(s, op, i + 1) for i, s in enumerate(chosen.rest))]
+        shapes = (first.shape, *(s.shape for s in chosen.rest))
+        attrs = {**op.attrs, **dict(chosen.attrs)}
+        args = [
+            first,
+            *(self._source(s, op, i, shapes, attrs) for i, s in enumerate(chosen.rest, 1)),
+        ]
         args = [self._conditioned(a, op, i) for i, a in enumerate(args)]
         # A reused value comes first unless swapped: `h * exp(h)`, as one writes it.
         reused_first = isinstance(chosen.rest[0], Reuse) if chosen.rest else False
         if swap != reused_first and len(args) == 2 and _swappable(op, args, chosen):
             args.reverse()
-        if not _values_fit(op, args, chosen):  # fresh labels not summing to 1: none here
-            return True
         node = Apply(op, tuple(args), dict(chosen.attrs), chosen.shape)
-        self.values += [a for a in args if isinstance(a, Leaf) and a not in self.values]
+        # An integer input is no value to reuse: only an integer parameter may take it.
+        fresh = [a for a in args if isinstance(a, Leaf) and a.dtype is None]
+        self.values += [a for a in fresh if a not in self.values]
         self.values.append(node)
         self.output = node
         return True
 
-    def _source(self, source: Fresh | Constant | Reuse, op: Op, position: int) -> Value:
+    def _source(
+        self, source: Fresh | Constant | Reuse, op: Op, position: int, shapes: tuple, attrs: dict
+    ) -> Value:
         if isinstance(source, Reuse):
             return self.values[source.index]
         if isinstance(source, Constant):
             grid = _grid(_interval(op, position), *LITERALS, nonzero=True)
             return Literal(grid[_scaled(self._byte(), len(grid))])
-        return self._leaf(source.shape, _interval(op, position))
+        param = op.params[0] if op.variadic else op.params[position]
+        if param in op.integer:
+            return self._indices(source.shape, op, shapes, attrs)
+        leaf = self._leaf(source.shape, _interval(op, position))
+        rule = op.value_rule
+        if rule is not None and param in rule.params:  # labels that must sum to 1
+            return Leaf(leaf.shape, rule.make(param, leaf.values, *shapes, **attrs))
+        return leaf
+
+    def _indices(self, shape: Shape, op: Op, shapes: tuple, attrs: dict[str, Any]) -> Leaf:
+        """A fresh integer input, each value in the range the op may index: drawn from the
+        few values a small axis has, indices repeat (a scatter must accumulate them)."""
+        low, high, _ = op.index_range(*shapes, **attrs)
+        size = math.prod(shape)
+        values = self.draw(_bytes(size))[:size]
+        return Leaf(shape, tuple(low + _scaled(b, high - low) for b in values), "int64")
 
     def _leaf(self, shape: tuple[int, ...], interval: Interval) -> Leaf:
         grid = _grid(interval, *(KINKS if self.kinks else SMOOTH))
@@ -245,21 +271,8 @@ class _Builder:
         return self.draw(_binary(1))[0]
 
 
-def _values_fit(op: Op, args: list[Value], chosen: Completion) -> bool:
-    """The fresh inputs meet what the op asks of their values (`Op.value_check`), as the
-    case reader will hold them to."""
-    if op.value_check is None or op.variadic:
-        return True
-    attrs, shapes = {**op.attrs, **dict(chosen.attrs)}, [a.shape for a in args]
-    return all(
-        op.value_check(param, list(arg.values), *shapes, **attrs) is None
-        for param, arg in zip(op.params, args, strict=True)
-        if isinstance(arg, Leaf) and param not in op.integer
-    )
-
-
 def _swappable(op: Op, args: list[Value], chosen: Completion) -> bool:
-    if op.variadic:
+    if op.variadic or op.integer or op.value_rule:  # indices and labels stay in place
         return False
     try:
         attrs = {**op.attrs, **dict(chosen.attrs)}  # every attribute, as the parser gives

@@ -21,10 +21,17 @@ INPUT_NAMES = ("x", "y", "z", "w", "u", "v")
 
 @dataclass(eq=False)
 class Leaf:
-    """A fresh input; `values` in row-major order."""
+    """A fresh input; `values` in row-major order. `dtype` is an integer input's (an op's
+    indices, SPEC §3.1); a float input's is None: it takes the case's."""
 
     shape: Shape
-    values: tuple[float, ...]
+    values: tuple[float, ...] | tuple[int, ...]
+    dtype: str | None = None
+
+    def case_value(self) -> Any:
+        """The input as a case file writes it: nested lists, an integer one with its dtype."""
+        nested = np.reshape(self.values, self.shape).tolist()
+        return nested if self.dtype is None else {"values": nested, "dtype": self.dtype}
 
 
 @dataclass(eq=False)
@@ -58,7 +65,7 @@ class Program:
         return {
             "name": name,
             "expr": source,
-            "inputs": {n: np.reshape(leaf.values, leaf.shape).tolist() for n, leaf in leaves},
+            "inputs": {n: leaf.case_value() for n, leaf in leaves},
             "dtype": self.dtype,
             "cotangent": self.cotangent,
             "seed": self.seed,

@@ -72,14 +72,17 @@ def completions(
     MAX_NODE_ELEMENTS elements.
     """
     op = get_op(op_name)
-    sources: list[Source] = [Fresh(s) for s in shapes_beside(first, max_rank)]
-    sources += [Constant()] + [Reuse(i, s) for i, s in enumerate(earlier)]
+    if op.params[0] in op.integer or (op.integer and op.index_range is None):
+        return ()  # one_hot's first argument is no float value; indices need their range
+    fresh: list[Source] = [Fresh(s) for s in shapes_beside(first, max_rank)]
+    sources = [*fresh, Constant(), *(Reuse(i, s) for i, s in enumerate(earlier))]
     if op.variadic:  # a list of one to three values; the third is like the second
         rests = [(), *((s,) for s in sources)]
         rests += [(s, Fresh(s.shape)) for s in sources if not isinstance(s, Constant)]
-    else:
-        product = itertools.product(sources, repeat=len(op.params) - 1)
-        rests = list(itertools.islice(product, MAX_PRODUCT))
+    else:  # take's indices, softmax_cross_entropy's labels: a fresh input, made to fit
+        ruled = op.value_rule.params if op.value_rule else ()
+        each = [fresh if p in (*op.integer, *ruled) else sources for p in op.params[1:]]
+        rests = list(itertools.islice(itertools.product(*each), MAX_PRODUCT))
     attr_sets = [
         dict(zip(op.attrs, values, strict=True))
         for values in itertools.product(

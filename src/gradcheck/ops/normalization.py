@@ -10,7 +10,7 @@ Jacobian is symmetric, so the JVP is the same formula in ``t``.
 
 ``softmax_cross_entropy``'s labels are probabilities, differentiable; they must sum to 1
 along ``axis`` (TensorFlow's gradient assumes it), which the case reader checks where
-the values are known (`Op.value_check`).
+the values are known (`Op.value_rule`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 from ..util.lazy_numpy import np
 from .broadcast import fmt_shape, normalize_axes, normalize_axis
-from .registry import Op, Shape, ShapeError, get_op, register
+from .registry import Op, Shape, ShapeError, ValueRule, get_op, register
 
 
 def _norm_shape(x: Shape, axis: Any = None, epsilon: Any = 1e-5) -> Shape:
@@ -118,8 +118,6 @@ LABEL_SUM_TOLERANCE = 1e-6
 def _ce_labels_check(param: str, values, logits: Shape, labels: Shape, axis: Any = -1):
     """softmax_cross_entropy's labels (their numbers flat, in C order) sum to 1 along axis;
     None when they do. Plain Python: `gradcheck list` checks cases without NumPy."""
-    if param != "labels":
-        return None
     if values is None:
         return (f"labels are drawn at random, but they must sum to 1 along axis {axis} "
                 "(probabilities): give their values, or compute them, e.g. softmax(z)")  # fmt: skip
@@ -135,6 +133,13 @@ def _ce_labels_check(param: str, values, logits: Shape, labels: Shape, axis: Any
         return (f"labels must sum to 1 along axis {axis} (probabilities; TensorFlow's gradient "
                 f"assumes it), but one sums to {worst:.6g}")  # fmt: skip
     return None
+
+
+def _ce_labels_made(param: str, values, logits: Shape, labels: Shape, axis: Any = -1):
+    """Any numbers made labels: |v| + 1, each divided by their sum along axis."""
+    at = normalize_axis(axis, len(labels))
+    weights = np.abs(np.reshape(np.asarray(values, np.float64), labels)) + 1.0
+    return tuple((weights / np.sum(weights, axis=at, keepdims=True)).ravel().tolist())
 
 
 _SOFTMAX = "np.exp(logits) / np.sum(np.exp(logits), axis, keepdims=True)"
@@ -161,9 +166,13 @@ register(Op(
     name="softmax_cross_entropy", params=("logits", "labels"), attrs={"axis": -1},
     shape=_ce_shape, forward=_ce,
     vjps=(_ce_logits_vjp, _ce_labels_vjp), jvps=(_ce_logits_jvp, _ce_labels_jvp),
-    tf=lambda tf, logits, labels, axis: tf.nn.softmax_cross_entropy_with_logits(
-        labels=labels, logits=logits, axis=axis),
-    tf_name="tf.nn.softmax_cross_entropy_with_logits",
+    # Composed, not the fused tf.nn.softmax_cross_entropy_with_logits: its gradient's
+    # gradient in labels is zero (it returns the kernel's `softmax - labels` as a constant).
+    tf=lambda tf, logits, labels, axis: -tf.reduce_sum(
+        labels * tf.nn.log_softmax(logits, axis), axis),
+    tf_name="-tf.reduce_sum(labels * tf.nn.log_softmax(logits, axis), axis) "
+            "(tf.nn.softmax_cross_entropy_with_logits' value; its fused gradient has no "
+            "second order in labels)",
     doc="-sum(labels * log_softmax(logits)) along axis; labels probabilities summing to 1",
     rules=(f"({_SOFTMAX} * {_TOTAL} - labels) * np.expand_dims(g, axis)",
            f"-{_LOG_SOFTMAX} * np.expand_dims(g, axis)"),
@@ -173,6 +182,6 @@ register(Op(
                f"-np.sum({_LOG_SOFTMAX} * t, axis)"),
     tf_jvp_rules=(f"tf.reduce_sum((tf.nn.softmax(logits, axis) * {_TF_TOTAL} - labels) * t, axis)",
                   "-tf.reduce_sum(tf.nn.log_softmax(logits, axis) * t, axis)"),
-    value_check=_ce_labels_check,
+    value_rule=ValueRule(("labels",), check=_ce_labels_check, make=_ce_labels_made),
 ))
 # fmt: on

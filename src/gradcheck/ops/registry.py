@@ -82,8 +82,9 @@ Conventions shared by every declaration:
   symmetrically, and the fuzzer draws them symmetric and dominant, positive definite.
 * An attribute ``dtype`` whose default is None (one_hot's, whose only input is integer)
   is the case's float dtype, filled in when the case is read, so the op's output is in it.
-* ``value_check`` (softmax_cross_entropy's labels) says what a parameter's values must be
-  where they are known when the case is read: a case error at the input's line otherwise.
+* ``value_rule`` (softmax_cross_entropy's labels) says what some parameters' values must
+  be: checked where the case gives them, a case error at the input's line otherwise;
+  such a parameter takes only a fresh input in ``gradcheck fuzz``, made to comply.
 * The pools' rule texts also name ``ksize``/``strides`` (one per spatial axis), ``spatial``
   (those axes), ``pad_width``, ``strided``, ``unpadded`` and ``tf_ksize``/``tf_strides``
   (`ops.pooling.pool_names`); the norms' ``axis`` is the tuple of reduced axes.
@@ -125,6 +126,19 @@ class Interval:
     def contains(self, x: Any) -> Any:
         """Whether `x` lies in the interval: a bool, or an elementwise mask for an array."""
         return (self.low <= x) & (x <= self.high) & (abs(x) >= self.gap)
+
+
+@dataclass(frozen=True)
+class ValueRule:
+    """What the values of the float parameters `params` must be (softmax_cross_entropy's
+    labels sum to 1). ``check(param, values, *arg_shapes, **attrs)`` gives the problem or
+    None, ``values`` the numbers flat in C order (None for an input drawn at random);
+    ``make(param, values, *arg_shapes, **attrs)`` turns any such numbers into ones that
+    pass (the fuzzer's fresh inputs)."""
+
+    params: tuple[str, ...]
+    check: Callable[..., str | None]
+    make: Callable[..., tuple[float, ...]]
 
 
 @dataclass(frozen=True)
@@ -171,11 +185,7 @@ class Op:
     leading: str | None = None  # an attribute written first, operands spread after it
     conditioned: tuple[str, ...] = ()  # parameters that must be well-conditioned matrices
     symmetric: tuple[str, ...] = ()  # parameters read as symmetric matrices (cholesky)
-    # What a float parameter's values must satisfy where the case gives them (labels that
-    # sum to 1): ``value_check(param, values, *arg_shapes, **attrs)`` returns the problem or
-    # None, ``values`` its numbers flat in C order (None for an input drawn at random);
-    # checked when a case is read.
-    value_check: Callable[..., str | None] | None = None
+    value_rule: ValueRule | None = None  # what some float parameters' values must be
 
     def __post_init__(self) -> None:
         for rules, what in ((self.vjps, "VJPs"), (self.jvps, "JVPs")):
