@@ -131,6 +131,7 @@ APPLICATIONS: dict[str, list[tuple[list, dict]]] = {
                ([[(3, 3), (3, 2)]], {"equation": "ii,ij->j"}),
                ([[(3, 3, 2), (4,)]], {"equation": "iij,k->jk"}), ([[(3, 3)]], {"equation": "ii"})],
     "inv": [(["dominant(2, 3, 3)"], {})], "det": [(["dominant(2, 3, 3)"], {})],
+    "slogdet": [(["dominant(2, 3, 3)"], {}), ([[[0.5, 1.0], [2.0, 1.0]]], {})],
     "solve": [(["dominant(2, 3, 3)", (2, 3, 2)], {})],
     "cholesky": [(["spd(2, 3, 3)"], {})],
     "triangular_solve": [(["dominant(2, 3, 3)", (3, 2)], {"lower": True}),
@@ -209,8 +210,8 @@ def _tf_value(tf, value):
     operands, einsum's others and fill), as tensors; anything else as it is."""
     if isinstance(value, np.ndarray):
         return tf.constant(value)
-    if isinstance(value, list) and value and all(isinstance(v, np.ndarray) for v in value):
-        return [tf.constant(v) for v in value]
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, np.ndarray) for v in value):
+        return [tf.constant(v) for v in value]  # a list, or an op's several outputs or cotangents
     return value
 
 
@@ -248,6 +249,9 @@ def setup(name: str, k: int):
     rng = np.random.default_rng([len(name), k])
     args = [value(s, rng) for s in (specs[0] if op.variadic else specs)]
     y = op.forward(args, **attrs) if op.variadic else op.forward(*args, **attrs)
+    if op.multi:  # several outputs (split): y the tuple of them, g a cotangent each
+        y = tuple(map(np.asarray, y))
+        return op, args, attrs, y, tuple(rng.standard_normal(v.shape) for v in y)
     g = rng.standard_normal(np.shape(y))
     return op, args, attrs, np.asarray(y), g
 
@@ -296,16 +300,30 @@ def jvp_setup(name: str, k: int, i: int):
     rule = op.jvps[0] if op.variadic else op.jvps[i]
     with np.errstate(all="ignore"):
         raw = rule(t, y, args, i, **attrs) if op.variadic else rule(t, y, *args, **attrs)
-    expected = np.broadcast_to(raw, y.shape)  # as the builtin engine broadcasts it
+    if op.multi:  # a tangent per output
+        expected = tuple(np.broadcast_to(r, v.shape) for r, v in zip(raw, y, strict=True))
+    else:
+        expected = np.broadcast_to(raw, y.shape)  # as the builtin engine broadcasts it
     return op, {**names(op, g, y, args, attrs, i), "t": t}, args, expected
+
+
+def assert_tangents(got, expected) -> None:
+    """A JVP text's value against the JVP's, output by output for an op with several."""
+    if isinstance(expected, tuple):
+        assert len(got) == len(expected)
+        for one, want_one in zip(got, expected, strict=True):
+            assert_tangents(one, want_one)
+        return
+    got = np.asarray(got, np.float64)
+    np.testing.assert_allclose(np.broadcast_to(got, expected.shape), expected, 1e-12, 1e-12)
 
 
 @pytest.mark.parametrize(("name", "k", "i"), list(applications()))
 def test_the_numpy_text_computes_the_jvp(name, k, i):
     op, namespace, _, expected = jvp_setup(name, k, i)
     with np.errstate(all="ignore"):
-        got = np.asarray(evaluate(op.rule(i, mode="fwd"), {"np": np, **namespace}), np.float64)
-    np.testing.assert_allclose(np.broadcast_to(got, expected.shape), expected, 1e-12, 1e-12)
+        got = evaluate(op.rule(i, mode="fwd"), {"np": np, **namespace})
+    assert_tangents(got, expected)
 
 
 @pytest.mark.parametrize(("name", "k", "i"), list(applications()))
@@ -313,5 +331,6 @@ def test_the_tensorflow_text_computes_the_jvp(name, k, i):
     tf = load_tensorflow()
     op, namespace, _, expected = jvp_setup(name, k, i)
     tensors = {key: _tf_value(tf, v) for key, v in namespace.items()}
-    got = np.asarray(evaluate(op.rule(i, "tensorflow", "fwd"), {"tf": tf, **tensors}), np.float64)
-    np.testing.assert_allclose(np.broadcast_to(got, expected.shape), expected, 1e-12, 1e-12)
+    got = evaluate(op.rule(i, "tensorflow", "fwd"), {"tf": tf, **tensors})
+    got = tuple(map(np.asarray, got)) if isinstance(expected, tuple) else np.asarray(got)
+    assert_tangents(got, expected)

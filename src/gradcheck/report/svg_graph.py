@@ -143,7 +143,8 @@ def _lines(node: GraphNode, found: list[str]) -> list[tuple[str, int]]:
         return [(node.text, 10)]
     head = node.op if kind == "op" else node.text
     lines = [(f"{node.name} = {head}" if kind == "op" and node.name else head, 12)]
-    lines.append((shape(node.shape), 10))
+    outputs = node.outputs  # an op with several: its parts below show their shapes
+    lines.append((shape(node.shape) if outputs is None else f"{outputs} outputs", 10))
     for mark in dict.fromkeys(found):  # once each, in the order found
         lines.append((mark if len(mark) <= MARK_LENGTH else mark[: MARK_LENGTH - 1] + "…", 10))
     return lines
