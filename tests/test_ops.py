@@ -463,6 +463,14 @@ CASES: list[Case] = [
     case("stack", (2, 3), (2, 3), (2, 3), axis=-1),
     case("stack", (2, 3), (2, 3), axis=-3),
     case("stack", (), (), ()),
+    case("split", (6, 2), num_or_sizes=3),
+    case("split", (2, 6), num_or_sizes=[1, 3, -1], axis=1),
+    case("split", (2, 3, 4), num_or_sizes=[2, 0, 2], axis=-1),
+    case("split", (4,), num_or_sizes=1),
+    case("unstack", (3, 2)),
+    case("unstack", (2, 3, 2), axis=1),
+    case("unstack", (2, 3), axis=-1),
+    case("unstack", (1, 4)),
     *(
         case("getitem", (3, 4, 5), index=index)
         for index in [

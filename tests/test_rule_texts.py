@@ -17,6 +17,7 @@ from gradcheck.ops.contractions import einsum_adjoint, fill_arrays, tensordot_ax
 from gradcheck.ops.pooling import pool_names
 from gradcheck.ops.reductions import reduced_size
 from gradcheck.ops.shape import _perm
+from gradcheck.ops.splits import split_sizes
 from gradcheck.references.tensorflow import load_tensorflow
 
 POOLS = ("max_pool2d", "avg_pool2d", "max_pool1d", "avg_pool1d")
@@ -65,6 +66,9 @@ APPLICATIONS: dict[str, list[tuple[list, dict]]] = {
     "broadcast_to": [([(3, 1)], {"shape": [2, 3, 4]})],
     "concat": [([[(2, 3), (2, 1), (2, 2)]], {"axis": 1})],
     "stack": [([[(2, 3), (2, 3)]], {"axis": 1})],
+    "split": [([(6, 2)], {"num_or_sizes": 3, "axis": 0}),
+              ([(2, 6)], {"num_or_sizes": [1, 3, -1], "axis": -1})],
+    "unstack": [([(3, 2)], {"axis": 0}), ([(2, 3, 2)], {"axis": 1})],
     "getitem": [([(3, 4, 5)], {"index": (1, slice(None, 3), None, Ellipsis)})],
     "softmax": [([(2, 4)], {"axis": -1})], "log_softmax": [([(2, 4)], {"axis": 0})],
     **{name: [([(2, 3), (3,)], {})] for name in (
@@ -170,6 +174,9 @@ def names(op, g, y, args, attrs, i) -> dict:
         out["i"] = i
     if "axis" in attrs and op.variadic:  # concat, stack
         sizes = [v.shape[attrs["axis"]] for v in args]
+        out["sizes"], out["offsets"] = sizes, list(np.cumsum(sizes)[:-1])
+    if op.name == "split":  # the pieces' lengths and where they end
+        sizes = split_sizes(args[0].shape, attrs["num_or_sizes"], attrs["axis"])
         out["sizes"], out["offsets"] = sizes, list(np.cumsum(sizes)[:-1])
     if not op.variadic:
         out.update(zip(op.params, args, strict=True))

@@ -64,7 +64,20 @@ class Node:
     @property
     def made_by(self) -> Op | None:
         """The op that computes the node's value: its own, or for a part its argument's."""
-        return self.args[0].op if self.part is not None else self.op
+        if self.op is None and self.part is not None:
+            return self.args[0].op
+        return self.op
+
+    def output_view(self, part: Node) -> Node:
+        """This op with several outputs seen as the one output `part` (one of its parts):
+        what localisation checks alone, a node per output. It has the op, arguments and
+        attributes of this node and the text and shape of the part, and both `outputs` and
+        `part` set; it is in no expression's graph."""
+        assert self.outputs is not None and part.part is not None and part.args[0] is self
+        return Node(
+            part.index, part.text, part.shape, self.op, self.args, dict(self.attrs),
+            line=self.line, outputs=self.outputs, part=part.part,
+        )  # fmt: skip
 
     @property
     def is_literal(self) -> bool:

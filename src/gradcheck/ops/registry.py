@@ -60,7 +60,7 @@ Conventions shared by every declaration:
   the op's output, the attributes; for reductions ``axis`` is the tuple of reduced axes,
   ``kept_shape`` is x's shape with those axes as size 1 and ``n`` the number of elements
   each output summarises; ``summed_axes`` (broadcast_to) the axes broadcasting added or
-  stretched; ``sizes``/``offsets`` (concat) the pieces' lengths and where they end;
+  stretched; ``sizes``/``offsets`` (concat, split) the pieces' lengths and where they end;
   ``axes`` (dilate, undilate) the tuple of dilated axes, non-negative;
   ``axes_a``/``axes_b`` (tensordot) the contracted axes of a and of b, pairwise, and
   ``free_a``/``free_b`` the others; ``adjoint``, ``others`` and ``fill`` (einsum) operand

@@ -79,8 +79,11 @@ def _said(mechanism: str | None) -> str:
 
 
 def _argument(graph: list[GraphNode], node: int, arg: int) -> str:
-    """Argument `arg` of `node` by name (its text when it has none)."""
+    """Argument `arg` of `node` by name (its text when it has none); for an output of an op
+    with several (split[1]), whose one argument is the op, the op's argument."""
     args = graph[node].args
+    if graph[node].op and "[" in graph[node].op and len(args) == 1:  # a part
+        args = graph[args[0]].args
     return (graph[args[arg]].name or graph[args[arg]].text) if arg < len(args) else str(arg)
 
 

@@ -24,7 +24,8 @@ class NumpyApiMultiOps:
         # NumPy's split takes where the pieces start (but for the first), not their sizes.
         sizes = piece_sizes(x.shape[axis], num_or_sizes)
         starts = [sum(sizes[:k]) for k in range(1, len(sizes))]
-        return self.xp.split(x, starts, axis=axis)
+        pieces = self.xp.split(x, starts, axis=axis)  # autograd: a SequenceBox, not a list
+        return [pieces[k] for k in range(len(sizes))]
 
     def unstack(self, x, axis=0):
         moved = self.xp.moveaxis(x, axis, 0)

@@ -1,9 +1,13 @@
-"""Ops with several outputs that cut an array into pieces: split and unstack (SPEC §3.1).
+"""Ops with several outputs that cut an array into pieces: split(x, num_or_sizes, axis=0)
+and unstack(x, axis=0) (SPEC §3.1), as tf.split and tf.unstack.
 
 Each is indexed in an expression (``split(x, 3, axis=1)[0]``, or ``parts = split(x, 2)``
-then ``parts[1]``); the registry's docstring says how such an op is declared. The VJP
-receives one cotangent per piece, zeros for a piece nothing uses, and joins them back:
-a piece that is not used gets a zero gradient, not a missing one.
+then ``parts[1]``); the registry's docstring says how such an op is declared. split's
+``num_or_sizes`` is tf.split's ``num_or_size_splits``: an int is a COUNT of equal pieces
+(torch.split's int is a piece's size), a list the pieces' lengths, one of which may be
+-1 (what the others leave). The VJP receives one cotangent per piece, zeros for a piece
+nothing uses, and joins them back with concat or stack (so the builtin engine records
+it, for second order): a piece that is not used gets a zero gradient, not a missing one.
 """
 
 from __future__ import annotations
@@ -20,6 +24,11 @@ def split_sizes(x: Shape, num_or_sizes: object, axis: object) -> list[int]:
         raise ShapeError("needs rank >= 1, got a scalar")
     at = normalize_axis(axis, len(x))
     size = x[at]
+    if num_or_sizes is None:
+        raise ShapeError(
+            "num_or_sizes is required: a count of equal pieces (split(x, 2)) or their sizes "
+            "(split(x, [1, 3]))"
+        )
     if isinstance(num_or_sizes, int) and not isinstance(num_or_sizes, bool):
         if num_or_sizes < 1 or size % num_or_sizes:
             raise ShapeError(
@@ -53,10 +62,10 @@ def _split_shape(x: Shape, num_or_sizes: object = None, axis: object = 0) -> tup
     return tuple((*x[:at], n, *x[at + 1 :]) for n in sizes)
 
 
-def _offsets(x, num_or_sizes, axis):
+def split_offsets(x, num_or_sizes, axis) -> list[int]:
     """Where the pieces end, but for the last: np.split's indices."""
     sizes = split_sizes(tuple(np.shape(x)), num_or_sizes, axis)
-    return list(np.cumsum(sizes)[:-1])
+    return [int(o) for o in np.cumsum(sizes)[:-1]]
 
 
 def _unstack_shape(x: Shape, axis: object = 0) -> tuple[Shape, ...]:
@@ -77,16 +86,17 @@ register(Op(
     shape=_split_shape,
     outputs=lambda x, num_or_sizes=None, axis=0: len(split_sizes(x, num_or_sizes, axis)),
     forward=lambda x, num_or_sizes, axis: tuple(
-        np.split(x, _offsets(x, num_or_sizes, axis), axis=axis)),
+        np.split(x, split_offsets(x, num_or_sizes, axis), axis=axis)),
     vjps=(lambda gs, ans, x, num_or_sizes, axis: np.concatenate(list(gs), axis=axis),),
-    tf=lambda tf, x, num_or_sizes, axis: tf.split(x, num_or_sizes, axis=axis),
+    tf=lambda tf, x, num_or_sizes, axis: tuple(tf.split(x, num_or_sizes, axis=axis)),
     tf_name="tf.split",
     doc="x cut along axis into num_or_sizes pieces (an int: that many equal ones, as "
         "tf.split; a list: their sizes); several outputs, indexed: split(x, 2)[1]",
     rules=("np.concatenate(g, axis)",), tf_rules=("tf.concat(g, axis)",),
     jvps=(lambda t, ans, x, num_or_sizes, axis: tuple(
-        np.split(t, _offsets(x, num_or_sizes, axis), axis=axis)),),
-    jvp_rules=("np.split(t, offsets, axis)",), tf_jvp_rules=("tf.split(t, sizes, axis)",),
+        np.split(t, split_offsets(x, num_or_sizes, axis), axis=axis)),),
+    jvp_rules=("tuple(np.split(t, offsets, axis))",),
+    tf_jvp_rules=("tuple(tf.split(t, sizes, axis))",),
     attr_choices={"num_or_sizes": (2, 1)},
 ))
 register(Op(
@@ -94,11 +104,12 @@ register(Op(
     outputs=_unstack_count,
     forward=lambda x, axis: tuple(np.moveaxis(x, axis, 0)),
     vjps=(lambda gs, ans, x, axis: np.stack(list(gs), axis=axis),),
-    tf=lambda tf, x, axis: tf.unstack(x, axis=axis), tf_name="tf.unstack",
+    tf=lambda tf, x, axis: tuple(tf.unstack(x, axis=axis)), tf_name="tf.unstack",
     doc="the slices of x along axis, one output each (stack's inverse); indexed: "
         "unstack(x)[0]",
     rules=("np.stack(g, axis)",), tf_rules=("tf.stack(g, axis)",),
     jvps=(lambda t, ans, x, axis: tuple(np.moveaxis(t, axis, 0)),),
-    jvp_rules=("tuple(np.moveaxis(t, axis, 0))",), tf_jvp_rules=("tf.unstack(t, axis=axis)",),
+    jvp_rules=("tuple(np.moveaxis(t, axis, 0))",),
+    tf_jvp_rules=("tuple(tf.unstack(t, axis=axis))",),
 ))
 # fmt: on
