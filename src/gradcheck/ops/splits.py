@@ -48,7 +48,7 @@ def split_sizes(x: Shape, num_or_sizes: object, axis: object) -> list[int]:
     known = sum(s for s in sizes if s != -1)
     if -1 in sizes and known <= size:
         sizes[sizes.index(-1)] = size - known
-    if sum(sizes) != size:
+    if -1 in sizes or sum(sizes) != size:  # a -1 left: the others already exceed the axis
         raise ShapeError(
             f"num_or_sizes={list(items)}: the sizes add up to {known}, not to axis {at}'s "
             f"size {size} (shape {fmt_shape(x)})"
