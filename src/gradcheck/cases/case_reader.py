@@ -334,6 +334,12 @@ def _wrt(raw: Map, expression: Expression, inputs: Mapping[str, Any]) -> list[st
             )
         if name in wrt[:i]:
             raise CaseFileError(f"wrt names {name!r} twice", name_line)
+        if expression.lookup(name).is_multi:
+            raise CaseFileError(
+                f"wrt names {name!r}, an op with several outputs: name one of them "
+                f"({name}_0 = {name}[0]) and that",
+                name_line,
+            )
         if name in integers:
             raise CaseFileError(
                 f"wrt names {name!r}, an integer input ({integers[name]}): integer inputs "

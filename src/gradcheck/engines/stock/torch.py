@@ -34,6 +34,7 @@ import torch.nn.functional as F
 from .torch_layout import TorchLayoutOps
 from .torch_linalg import TorchLinalgOps
 from .torch_pool import TorchPoolOps
+from .torch_split import TorchSplitOps
 
 
 def _dims(x: torch.Tensor, axis: Any) -> Any:
@@ -86,7 +87,7 @@ def _running(
     return torch.flip(y, [axis]) if reverse else y  # fmt: skip
 
 
-class TorchEngine(TorchLayoutOps, TorchLinalgOps, TorchPoolOps):
+class TorchEngine(TorchLayoutOps, TorchLinalgOps, TorchPoolOps, TorchSplitOps):
     name = "torch"
     conventions: ClassVar[dict[str, str]] = {
         "maximum": "split",
