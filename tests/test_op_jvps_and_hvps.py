@@ -27,9 +27,11 @@ from test_ops import (
     Case,
     _args,
     differentiable,
+    each_output,
     is_integer,
     op_forward,
     op_vjp,
+    random_cotangent,
 )
 
 ZERO = tf.UnconnectedGradients.ZERO
@@ -44,13 +46,17 @@ def call_tf(op: Op, xs: list, attrs: dict):
     return op.tf(tf, xs, **attrs) if op.variadic else op.tf(tf, *xs, **attrs)
 
 
-def op_jvp(op: Op, i: int, t: np.ndarray, ans: np.ndarray, args, attrs) -> np.ndarray:
-    """Argument i's share of the output's tangent, in the output's shape."""
+def op_jvp(op: Op, i: int, t: np.ndarray, ans, args, attrs) -> list[np.ndarray]:
+    """Argument i's share of each output's tangent, in that output's shape (one output for
+    most ops; split's several)."""
     if op.variadic:
         raw = op.jvps[0](t, ans, list(args), i, **attrs)
     else:
         raw = op.jvps[i](t, ans, *args, **attrs)
-    return np.broadcast_to(np.asarray(raw), ans.shape)
+    raws = list(raw) if op.multi else [raw]
+    outs = each_output(ans)
+    assert len(raws) == len(outs)
+    return [np.broadcast_to(np.asarray(r), a.shape) for r, a in zip(raws, outs, strict=True)]
 
 
 @pytest.mark.parametrize("case", PARAMS)
@@ -66,11 +72,18 @@ def test_each_jvp_matches_the_forward_accumulator_and_finite_differences(case: C
         xs = tf_args(args)
         with tf.autodiff.ForwardAccumulator(xs[i], tf.constant(t, dtype=tf.float64)) as acc:
             out = call_tf(op, xs, attrs)
-        np.testing.assert_allclose(got, acc.jvp(out, unconnected_gradients=ZERO), **TF_TOL)
+        outs = list(out) if op.multi else [out]
+        for k, (mine, o) in enumerate(zip(got, outs, strict=True)):
+            theirs = acc.jvp(o, unconnected_gradients=ZERO)
+            np.testing.assert_allclose(mine, theirs, **TF_TOL, err_msg=f"output {k}")
         plus, minus = list(args), list(args)
         plus[i], minus[i] = arg + FD_STEP * t, arg - FD_STEP * t
-        fd = (op_forward(op, plus, attrs) - op_forward(op, minus, attrs)) / (2 * FD_STEP)
-        np.testing.assert_allclose(got, fd, **FD_TOL)
+        ups = each_output(op_forward(op, plus, attrs))
+        downs = each_output(op_forward(op, minus, attrs))
+        for k, (mine, u, d) in enumerate(zip(got, ups, downs, strict=True)):
+            np.testing.assert_allclose(
+                mine, (u - d) / (2 * FD_STEP), **FD_TOL, err_msg=f"output {k}"
+            )
 
 
 def builtin_hvp(op: Op, args, attrs, cotangent, directions) -> list[np.ndarray]:
@@ -82,6 +95,14 @@ def builtin_hvp(op: Op, args, attrs, cotangent, directions) -> list[np.ndarray]:
     ]
     leaves = [built[i] for i in differentiable(op, args)]
     out = engine.apply(op, built, attrs)
+    if op.multi:  # several outputs: the VJP of sum(out_k * cotangent_k) over them
+        terms = [
+            engine.sum(engine.mul(o, engine.constant(c)), **SUM)
+            for o, c in zip(out, cotangent, strict=True)
+        ]
+        out, cotangent = terms[0], 1.0
+        for term in terms[1:]:
+            out = engine.add(out, term)
     grads = engine.grad(out, leaves, cotangent, create_graph=True)
     terms = [engine.mul(g, engine.constant(v)) for g, v in zip(grads, directions, strict=True)]
     loss = engine.sum(terms[0], **SUM)
@@ -101,9 +122,9 @@ def tf_hvp(op: Op, args, attrs, cotangent, directions) -> list[np.ndarray]:
         with tf.GradientTape() as inner:
             inner.watch(xs)
             out = call_tf(op, built, attrs)
-        grads = inner.gradient(
-            out, xs, output_gradients=tf.constant(cotangent), unconnected_gradients=ZERO
-        )
+        outs = list(out) if op.multi else [out]
+        cots = [tf.constant(c) for c in each_output(cotangent)]
+        grads = inner.gradient(outs, xs, output_gradients=cots, unconnected_gradients=ZERO)
         grads = [tf.convert_to_tensor(g) for g in grads]  # a gather's come as IndexedSlices
         loss = tf.add_n([tf.reduce_sum(g * v) for g, v in zip(grads, directions, strict=True)])
     hvps = outer.gradient(loss, xs, unconnected_gradients=ZERO)
@@ -138,7 +159,7 @@ SECOND_ORDER = [p for p in PARAMS if _has_gradient(get_op(p.values[0].op))]
 def test_the_builtin_second_order_matches_nested_tapes_and_finite_differences(case: Case) -> None:
     op, attrs, args, rng = _args(case)
     ans = op_forward(op, args, attrs)
-    cotangent = rng.standard_normal(ans.shape)
+    cotangent = random_cotangent(rng, ans)
     directions = [rng.standard_normal(args[i].shape) for i in differentiable(op, args)]
     for k, i in enumerate(differentiable(op, args)):
         if not op.variadic and op.params[i] in op.symmetric:  # cholesky: symmetric moves only

@@ -296,6 +296,10 @@ CASES: list[Case] = [
     case("det", (3, 3), gen=each(_dominant)),
     case("det", (2, 2, 3, 3), gen=each(_dominant)),
     case("det", (2, 1, 1), gen=each(_dominant)),
+    case("slogdet", (3, 3), gen=each(_dominant)),
+    case("slogdet", (2, 2, 3, 3), gen=each(_dominant)),
+    case("slogdet", (2, 1, 1), gen=each(_nonzero)),
+    case("slogdet", (4, 2, 2), gen=each(_nonzero)),
     case("solve", (3, 3), (3, 2), gen=each(_dominant, _normal)),
     case("solve", (2, 3, 3), (2, 3, 1), gen=each(_dominant, _normal)),
     case("solve", (2, 2), (2, 4), gen=each(_dominant, _normal)),
@@ -506,6 +510,14 @@ CASES: list[Case] = [
     case("stack", (2, 3), (2, 3), (2, 3), axis=-1),
     case("stack", (2, 3), (2, 3), axis=-3),
     case("stack", (), (), ()),
+    case("split", (6, 2), num_or_sizes=3),
+    case("split", (2, 6), num_or_sizes=[1, 3, -1], axis=1),
+    case("split", (2, 3, 4), num_or_sizes=[2, 0, 2], axis=-1),
+    case("split", (4,), num_or_sizes=1),
+    case("unstack", (3, 2)),
+    case("unstack", (2, 3, 2), axis=1),
+    case("unstack", (2, 3), axis=-1),
+    case("unstack", (1, 4)),
     *(
         case("getitem", (3, 4, 5), index=index)
         for index in [
@@ -553,14 +565,24 @@ def op_shape(op: Op, shapes: Sequence[Shape], attrs: dict[str, Any]) -> Shape:
     return op.shape(list(shapes), **attrs) if op.variadic else op.shape(*shapes, **attrs)
 
 
-def op_forward(op: Op, args: Sequence[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+def op_forward(op: Op, args: Sequence[np.ndarray], attrs: dict[str, Any]) -> Any:
+    """The op's value: an array, or for an op with several outputs (split) a tuple."""
     out = op.forward(list(args), **attrs) if op.variadic else op.forward(*args, **attrs)
-    return np.asarray(out)
+    return tuple(map(np.asarray, out)) if op.multi else np.asarray(out)
 
 
-def op_vjp(
-    op: Op, i: int, g: np.ndarray, ans: np.ndarray, args: Sequence[np.ndarray], attrs: dict
-) -> np.ndarray:
+def each_output(value: Any) -> list[np.ndarray]:
+    """An op's value as a list of its outputs (one for most ops)."""
+    return list(value) if isinstance(value, tuple) else [value]
+
+
+def random_cotangent(rng: np.random.Generator, ans: Any) -> Any:
+    """A random cotangent for each output, in the value's structure."""
+    cots = [rng.standard_normal(a.shape) for a in each_output(ans)]
+    return tuple(cots) if isinstance(ans, tuple) else cots[0]
+
+
+def op_vjp(op: Op, i: int, g: Any, ans: Any, args: Sequence[np.ndarray], attrs: dict) -> np.ndarray:
     """The gradient for argument i, summed back to its shape as the engine does."""
     if op.variadic:
         raw = op.vjps[0](g, ans, list(args), i, **attrs)
@@ -570,24 +592,31 @@ def op_vjp(
 
 
 def tf_value_and_grads(
-    op: Op, args: Sequence[np.ndarray], attrs: dict[str, Any], cotangent: np.ndarray | None
-) -> tuple[np.ndarray, list[np.ndarray]]:
-    """TensorFlow's value and `tape.gradient` for every argument (cotangent None: ones)."""
+    op: Op, args: Sequence[np.ndarray], attrs: dict[str, Any], cotangent: Any
+) -> tuple[Any, list[np.ndarray]]:
+    """TensorFlow's value and `tape.gradient` for every argument (cotangent None: ones);
+    for an op with several outputs, a tuple of values and a cotangent each."""
     xs = [tf.constant(a) if is_integer(a) else tf.constant(a, dtype=tf.float64) for a in args]
     with tf.GradientTape() as tape:
         for x in xs:
             tape.watch(x)
         out = op.tf(tf, xs, **attrs) if op.variadic else op.tf(tf, *xs, **attrs)
-    assert out.dtype == tf.float64
-    cot = tf.ones_like(out) if cotangent is None else tf.constant(cotangent, dtype=tf.float64)
-    grads = tape.gradient(
-        out, xs, output_gradients=cot, unconnected_gradients=tf.UnconnectedGradients.ZERO
+    outs = list(out) if op.multi else [out]
+    assert all(o.dtype == tf.float64 for o in outs)
+    cots = (
+        [tf.ones_like(o) for o in outs]
+        if cotangent is None
+        else [tf.constant(c, dtype=tf.float64) for c in each_output(cotangent)]
     )
-    return out.numpy(), [None if g is None else tf.convert_to_tensor(g).numpy() for g in grads]
+    grads = tape.gradient(
+        outs, xs, output_gradients=cots, unconnected_gradients=tf.UnconnectedGradients.ZERO
+    )
+    values = tuple(o.numpy() for o in outs) if op.multi else outs[0].numpy()
+    return values, [None if g is None else tf.convert_to_tensor(g).numpy() for g in grads]
 
 
 def fd_vjp(
-    op: Op, i: int, cot: np.ndarray, args: Sequence[np.ndarray], attrs: dict[str, Any]
+    op: Op, i: int, cot: Any, args: Sequence[np.ndarray], attrs: dict[str, Any]
 ) -> np.ndarray:
     """vdot(cot, f(x + h e_j) - f(x - h e_j)) / 2h for every element j of argument i."""
     grad = np.zeros_like(args[i])
@@ -595,10 +624,12 @@ def fd_vjp(
         plus, minus = [a.copy() for a in args], [a.copy() for a in args]
         plus[i][j] += FD_STEP
         minus[i][j] -= FD_STEP
-        diff = op_forward(op, symmetrised(op, plus), attrs) - op_forward(
-            op, symmetrised(op, minus), attrs
+        ups = each_output(op_forward(op, symmetrised(op, plus), attrs))
+        downs = each_output(op_forward(op, symmetrised(op, minus), attrs))
+        change = sum(
+            np.vdot(c, u - d) for c, u, d in zip(each_output(cot), ups, downs, strict=True)
         )
-        grad[j] = np.vdot(cot, diff) / (2 * FD_STEP)
+        grad[j] = change / (2 * FD_STEP)
     return grad
 
 
@@ -639,16 +670,22 @@ def test_forward_and_shape_match_tensorflow(case: Case) -> None:
     op, attrs, args, _ = _args(case)
     ans = op_forward(op, args, attrs)
     want, _ = tf_value_and_grads(op, args, attrs, None)
-    assert op_shape(op, case.shapes, attrs) == ans.shape == want.shape
-    assert ans.dtype == np.float64
-    np.testing.assert_allclose(ans, want, **TF_TOL)
+    shapes = op_shape(op, case.shapes, attrs)
+    if op.multi:  # several outputs: a shape and a value each
+        assert len(shapes) == len(ans) == len(want) == op.outputs(*case.shapes, **attrs)
+    else:
+        shapes, ans, want = [shapes], [ans], [want]
+    for shape, got, expected in zip(shapes, ans, want, strict=True):
+        assert tuple(shape) == got.shape == expected.shape
+        assert got.dtype == np.float64
+        np.testing.assert_allclose(got, expected, **TF_TOL)
 
 
 @pytest.mark.parametrize("case", PARAMS)
 def test_vjps_match_tensorflow(case: Case) -> None:
     op, attrs, args, rng = _args(case)
     ans = op_forward(op, args, attrs)
-    cot = rng.standard_normal(ans.shape)
+    cot = random_cotangent(rng, ans)
     _, want = tf_value_and_grads(op, args, attrs, cot)
     for i in differentiable(op, args):
         arg = args[i]
@@ -661,7 +698,7 @@ def test_vjps_match_tensorflow(case: Case) -> None:
 def test_vjps_match_finite_differences(case: Case) -> None:
     op, attrs, args, rng = _args(case)
     ans = op_forward(op, args, attrs)
-    cot = rng.standard_normal(ans.shape)
+    cot = random_cotangent(rng, ans)
     for i in differentiable(op, args):
         got = op_vjp(op, i, cot, ans, args, attrs)
         want = fd_vjp(op, i, cot, args, attrs)
@@ -1016,6 +1053,15 @@ SHAPE_ERRORS = [
     ("einsum", [(2, 3)], {"equation": "ij->i->j"}, "has more than one '->'"),
     ("inv", [(2, 3)], {}, "x has shape (2, 3); it needs square matrices in its last two axes"),
     ("det", [(3,)], {}, "x has shape (3,); it needs square matrices"),
+    ("slogdet", [(2, 3)], {}, "x has shape (2, 3); it needs square matrices"),
+    ("split", [(4, 3)], {"num_or_sizes": 3}, "a count of pieces must be >= 1 and divide axis 0"),
+    ("split", [(4, 3)], {"num_or_sizes": 0}, "a count of pieces must be >= 1"),
+    ("split", [(4, 3)], {"num_or_sizes": [1, -1, -1]}, "sizes are >= 0, with at most one -1"),
+    ("split", [(4, 3)], {"num_or_sizes": [5, -1]}, "the sizes add up to 5, not to axis 0's size 4"),
+    ("split", [(4, 3)], {"num_or_sizes": 2, "axis": 2}, "axis 2"),
+    ("split", [()], {"num_or_sizes": 1}, "needs rank >= 1, got a scalar"),
+    ("unstack", [()], {}, "needs rank >= 1, got a scalar"),
+    ("unstack", [(2, 3)], {"axis": -3}, "axis -3"),
     ("cholesky", [(2, 3, 4)], {}, "x has shape (2, 3, 4); it needs square matrices"),
     ("solve", [(3, 4), (3, 1)], {}, "a has shape (3, 4); it needs square matrices"),
     ("solve", [(3, 3), (3,)], {}, "b has shape (3,); it needs matrices [..., 3, k]"),

@@ -18,6 +18,7 @@ from gradcheck.ops.conv import RULE_NAMES
 from gradcheck.ops.pooling import pool_names
 from gradcheck.ops.reductions import reduced_size
 from gradcheck.ops.shape import _perm
+from gradcheck.ops.splits import split_sizes
 from gradcheck.references.tensorflow import load_tensorflow
 
 POOLS = ("max_pool2d", "avg_pool2d", "max_pool1d", "avg_pool1d")
@@ -66,6 +67,9 @@ APPLICATIONS: dict[str, list[tuple[list, dict]]] = {
     "broadcast_to": [([(3, 1)], {"shape": [2, 3, 4]})],
     "concat": [([[(2, 3), (2, 1), (2, 2)]], {"axis": 1})],
     "stack": [([[(2, 3), (2, 3)]], {"axis": 1})],
+    "split": [([(6, 2)], {"num_or_sizes": 3, "axis": 0}),
+              ([(2, 6)], {"num_or_sizes": [1, 3, -1], "axis": -1})],
+    "unstack": [([(3, 2)], {"axis": 0}), ([(2, 3, 2)], {"axis": 1})],
     "getitem": [([(3, 4, 5)], {"index": (1, slice(None, 3), None, Ellipsis)})],
     "softmax": [([(2, 4)], {"axis": -1})], "log_softmax": [([(2, 4)], {"axis": 0})],
     **{name: [([(2, 3), (3,)], {})] for name in (
@@ -140,6 +144,7 @@ APPLICATIONS: dict[str, list[tuple[list, dict]]] = {
                ([[(3, 3), (3, 2)]], {"equation": "ii,ij->j"}),
                ([[(3, 3, 2), (4,)]], {"equation": "iij,k->jk"}), ([[(3, 3)]], {"equation": "ii"})],
     "inv": [(["dominant(2, 3, 3)"], {})], "det": [(["dominant(2, 3, 3)"], {})],
+    "slogdet": [(["dominant(2, 3, 3)"], {}), ([[[0.5, 1.0], [2.0, 1.0]]], {})],
     "solve": [(["dominant(2, 3, 3)", (2, 3, 2)], {})],
     "cholesky": [(["spd(2, 3, 3)"], {})],
     "triangular_solve": [(["dominant(2, 3, 3)", (3, 2)], {"lower": True}),
@@ -178,6 +183,9 @@ def names(op, g, y, args, attrs, i) -> dict:
         out["i"] = i
     if "axis" in attrs and op.variadic:  # concat, stack
         sizes = [v.shape[attrs["axis"]] for v in args]
+        out["sizes"], out["offsets"] = sizes, list(np.cumsum(sizes)[:-1])
+    if op.name == "split":  # the pieces' lengths and where they end
+        sizes = split_sizes(args[0].shape, attrs["num_or_sizes"], attrs["axis"])
         out["sizes"], out["offsets"] = sizes, list(np.cumsum(sizes)[:-1])
     if not op.variadic:
         out.update(zip(op.params, args, strict=True))
@@ -218,8 +226,8 @@ def _tf_value(tf, value):
     operands, einsum's others and fill), as tensors; anything else as it is."""
     if isinstance(value, np.ndarray):
         return tf.constant(value)
-    if isinstance(value, list) and value and all(isinstance(v, np.ndarray) for v in value):
-        return [tf.constant(v) for v in value]
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, np.ndarray) for v in value):
+        return [tf.constant(v) for v in value]  # a list, or an op's several outputs or cotangents
     return value
 
 
@@ -262,6 +270,9 @@ def setup(name: str, k: int):
     rng = np.random.default_rng([len(name), k])
     args = [value(s, rng) for s in (specs[0] if op.variadic else specs)]
     y = op.forward(args, **attrs) if op.variadic else op.forward(*args, **attrs)
+    if op.multi:  # several outputs (split): y the tuple of them, g a cotangent each
+        y = tuple(map(np.asarray, y))
+        return op, args, attrs, y, tuple(rng.standard_normal(v.shape) for v in y)
     g = rng.standard_normal(np.shape(y))
     return op, args, attrs, np.asarray(y), g
 
@@ -310,16 +321,30 @@ def jvp_setup(name: str, k: int, i: int):
     rule = op.jvps[0] if op.variadic else op.jvps[i]
     with np.errstate(all="ignore"):
         raw = rule(t, y, args, i, **attrs) if op.variadic else rule(t, y, *args, **attrs)
-    expected = np.broadcast_to(raw, y.shape)  # as the builtin engine broadcasts it
+    if op.multi:  # a tangent per output
+        expected = tuple(np.broadcast_to(r, v.shape) for r, v in zip(raw, y, strict=True))
+    else:
+        expected = np.broadcast_to(raw, y.shape)  # as the builtin engine broadcasts it
     return op, {**names(op, g, y, args, attrs, i), "t": t}, args, expected
+
+
+def assert_tangents(got, expected) -> None:
+    """A JVP text's value against the JVP's, output by output for an op with several."""
+    if isinstance(expected, tuple):
+        assert len(got) == len(expected)
+        for one, want_one in zip(got, expected, strict=True):
+            assert_tangents(one, want_one)
+        return
+    got = np.asarray(got, np.float64)
+    np.testing.assert_allclose(np.broadcast_to(got, expected.shape), expected, 1e-12, 1e-12)
 
 
 @pytest.mark.parametrize(("name", "k", "i"), list(applications()))
 def test_the_numpy_text_computes_the_jvp(name, k, i):
     op, namespace, _, expected = jvp_setup(name, k, i)
     with np.errstate(all="ignore"):
-        got = np.asarray(evaluate(op.rule(i, mode="fwd"), {"np": np, **namespace}), np.float64)
-    np.testing.assert_allclose(np.broadcast_to(got, expected.shape), expected, 1e-12, 1e-12)
+        got = evaluate(op.rule(i, mode="fwd"), {"np": np, **namespace})
+    assert_tangents(got, expected)
 
 
 @pytest.mark.parametrize(("name", "k", "i"), list(applications(tensorflow=True)))
@@ -327,5 +352,6 @@ def test_the_tensorflow_text_computes_the_jvp(name, k, i):
     tf = load_tensorflow()
     op, namespace, _, expected = jvp_setup(name, k, i)
     tensors = {key: _tf_value(tf, v) for key, v in namespace.items()}
-    got = np.asarray(evaluate(op.rule(i, "tensorflow", "fwd"), {"tf": tf, **tensors}), np.float64)
-    np.testing.assert_allclose(np.broadcast_to(got, expected.shape), expected, 1e-12, 1e-12)
+    got = evaluate(op.rule(i, "tensorflow", "fwd"), {"tf": tf, **tensors})
+    got = tuple(map(np.asarray, got)) if isinstance(expected, tuple) else np.asarray(got)
+    assert_tangents(got, expected)

@@ -181,6 +181,53 @@ def test_filling_in_leaf_value_grad_mul_and_sum_makes_the_cases_pass(scaffold):
     assert "2 passed" in passed.output
 
 
+def test_an_op_with_several_outputs_is_filled_in_returning_a_tuple(scaffold):
+    """split's method says it returns one node per output; filled in so, a case that
+    indexes split's outputs passes, and the template says so for every such op."""
+    engine_file = scaffold / "my_engine.py"
+    source = engine_file.read_text()
+    for op in all_ops():
+        if op.multi:
+            at = source.index(f"    def {op.name}(")
+            assert "Return a tuple (or list) of your nodes, one per output." in " ".join(
+                source[at : source.index(STUB, at)].split()
+            ), op.name
+    source += NODE
+    for method, body in FILLED.items():
+        source = fill(source, method, body)
+    source = fill(
+        source,
+        "split",
+        """
+        count = num_or_sizes  # a count of equal pieces, as tf.split
+        pieces = np.split(x.value, count, axis=axis)
+
+        def piece_vjp(k):
+            def vjp(g):
+                full = [np.zeros_like(p) for p in pieces]
+                full[k] = g
+                return np.concatenate(full, axis=axis)
+
+            return vjp
+
+        return tuple(Node(p, [(x, piece_vjp(k))]) for k, p in enumerate(pieces))
+        """,
+    )
+    engine_file.write_text(source)
+    (scaffold / "split_cases.yaml").write_text(
+        "cases:\n"
+        "  - name: halves\n"
+        "    expr: |\n"
+        "      h = split(x, 2, axis=1)\n"
+        "      sum(h[0] * h[1] * h[1])\n"
+        "    inputs:\n"
+        "      x: {shape: [3, 4]}\n"
+    )
+    passed = run("split_cases.yaml", "--engine", "my_engine.py")
+    assert passed.exit_code == 0, passed.output
+    assert "1 passed" in passed.output
+
+
 # -- the driver: NotImplementedError while building is "unsupported" -------------------
 
 

@@ -127,6 +127,9 @@ class GraphNode:
     args: list[int]  # positions of the argument nodes in `CaseResult.graph`
     shape: tuple[int, ...]
     name: str | None = None  # the input's name, or the binding that names the node
+    # An op with several outputs (split): how many (its parts are nodes of their own, whose
+    # `op` is the op and the output's position, "split[1]").
+    outputs: int | None = None
 
 
 @dataclass

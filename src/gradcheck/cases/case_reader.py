@@ -34,11 +34,13 @@ from .values import (
     Problems,
     Settings,
     check_keys,
+    check_scratch,
     check_shape,
     parse_array,
     parse_integer,
     parse_number,
     parse_settings,
+    scratch,
 )
 
 CASE_KEYS = (
@@ -56,13 +58,6 @@ INTERNAL = "gradcheck could not read this case"
 def case_elements(expression: Expression) -> int:
     """Every node's elements (inputs included) and its op's scratch: what a run holds."""
     return sum(math.prod(node.shape) + scratch(node) for node in expression.nodes)
-
-
-def scratch(node: Any) -> int:
-    """The elements `node`'s op holds while computing, beyond its value (`Op.scratch`)."""
-    if node.op is None or node.op.scratch is None or node.op.variadic:
-        return 0
-    return node.op.scratch(*(a.shape for a in node.args), **node.attrs)
 
 
 class CaseReader:
@@ -228,12 +223,7 @@ class CaseReader:
         where = _ExprLines(node, source)
         for made in expression.nodes:
             check_shape(made.text, made.shape, self.max_elements, where.line(made.line))
-            if (held := scratch(made)) > self.max_elements:
-                raise CaseFileError(
-                    f"{made.text}: its im2col expansion holds {held:,} elements, above the "
-                    f"limit of {self.max_elements:,} per array (raise it with --max-elements)",
-                    where.line(made.line),
-                )
+            check_scratch(made, self.max_elements, where.line(made.line))
         total, limit = case_elements(expression), CASE_ELEMENTS * self.max_elements
         if total > limit:
             raise CaseFileError(
@@ -347,6 +337,12 @@ def _wrt(raw: Map, expression: Expression, inputs: Mapping[str, Any]) -> list[st
             )
         if name in wrt[:i]:
             raise CaseFileError(f"wrt names {name!r} twice", name_line)
+        if expression.lookup(name).is_multi:
+            raise CaseFileError(
+                f"wrt names {name!r}, an op with several outputs: name one of them "
+                f"({name}_0 = {name}[0]) and that",
+                name_line,
+            )
         if name in integers:
             raise CaseFileError(
                 f"wrt names {name!r}, an integer input ({integers[name]}): integer inputs "

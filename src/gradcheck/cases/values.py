@@ -281,3 +281,21 @@ def check_shape(what: str, shape: tuple[Any, ...], limit: int, line: int) -> Non
             f"{limit:,} per array (raise it with --max-elements)",
             line,
         )
+
+
+def scratch(node: Any) -> int:
+    """The elements `node`'s op holds while computing, beyond its value (`Op.scratch`)."""
+    if node.op is None or node.op.scratch is None or node.op.variadic:
+        return 0
+    return node.op.scratch(*(a.shape for a in node.args), **node.attrs)
+
+
+def check_scratch(node: Any, limit: int, line: int) -> None:
+    """What `node`'s op holds while computing (a convolution's im2col expansion) is at
+    most `limit` elements, as each array is."""
+    if (held := scratch(node)) > limit:
+        raise CaseFileError(
+            f"{node.text}: its im2col expansion holds {held:,} elements, above the limit of "
+            f"{limit:,} per array (raise it with --max-elements)",
+            line,
+        )

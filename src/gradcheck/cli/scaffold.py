@@ -37,9 +37,10 @@ SECTIONS = {
     "gathers": "gathers: integer indices (int32 or int64); a repeated index accumulates",
     "contractions": "contractions: tensordot's axes an int or a pair; einsum's equation first",
     "solvers": "inverses and solvers: square matrices in the last two axes, batched",
-    "layout": "layout ops: pads, tiles, repeats, rolls and dilations (VJPs add copies)",
+    "layout": "layout ops: pads, tiles, repeats, rolls, dilations (VJPs add copies)",
     "conv": "convolutions: NHWC/NWC, HWIO/WIO unless the formats say; SAME is uneven",
-    "pooling": "pools: NHWC/NWC by default; ksize, strides an int or one per spatial axis",
+    "pooling": "pools: NHWC/NWC by default, ksize and strides an int or one per axis",
+    "splits": "ops with several outputs: return a tuple or list of nodes, one per output",
     "normalization": "normalisation over axis (training mode, no scale or shift) and soft labels",
     "user": "user-defined ops (--ops)",
 }
@@ -133,6 +134,8 @@ def _op_method(op: Op) -> str:
     if op.variadic:
         how = "your nodes, spread" if op.leading else "a list of your nodes"
         details.append(f"`{op.params[0]}` is {how}.")
+    if op.multi:
+        details.append("Return a tuple (or list) of your nodes, one per output.")
     if op.name in PARAM_NOTES:
         details.append(PARAM_NOTES[op.name])
     details += [

@@ -60,7 +60,8 @@ def write_repros(
             continue
         checks = check_nodes(case, factory, right, only=lambda n, f=failing: n.text in f, run=False)
         for check in checks:
-            stem = _stem(f"{case.name}.{check.node.op.name}", used)
+            part = "" if check.node.part is None else f"_{check.node.part}"  # split_1
+            stem = _stem(f"{case.name}.{check.node.op.name}{part}", used)
             folder.mkdir(parents=True, exist_ok=True)
             try:
                 _write(folder, stem, case, check, engine)
@@ -145,7 +146,8 @@ def _call(check: NodeCheck) -> str:
     spread = not node.op.variadic or node.op.leading is not None  # einsum(*operands, equation)
     listed = args if spread else [f"[{', '.join(args)}]"]
     keywords = [f"{key}={value!r}" for key, value in node.attrs.items()]
-    return f"engine.{node.op.name}({', '.join(listed + keywords)})"
+    output = "" if node.part is None else f"[{int(node.part)}]"  # one output of split
+    return f"engine.{node.op.name}({', '.join(listed + keywords)}){output}"
 
 
 def _script(stem: str, case: Case, check: NodeCheck, engine: str) -> str:

@@ -166,6 +166,8 @@ def build_expression(
                 built[node] = build_call("leaf", engine.leaf, f"literal{node.index}", value)
             else:
                 built[node] = build_call("constant", make_constant, value)
+        elif node.is_part:  # one output of an op with several: what the engine returned
+            built[node] = built[node.args[0]][node.part]
         else:
             op = node.op
             args = [built[a] for a in node.args]
@@ -177,7 +179,28 @@ def build_expression(
             except Unsupported as unsupported:
                 unsupported.ops = [op.name]
                 raise
+            if node.outputs is not None:
+                built[node] = several(node, built[node])
     return built
+
+
+def several(node: Node, returned: Any) -> list[Any]:
+    """What an engine's method for an op with several outputs returned, as a list of one
+    node per output; an `EngineFailure` unless it is a tuple or list of as many as the op
+    gives (SPEC §4: a wrong count is reported against the case)."""
+    count = len(node.outputs or ())
+    expected = f"a tuple or list of {count} node{'s' if count != 1 else ''}, one per output"
+    if not isinstance(returned, (list, tuple)):
+        raise EngineFailure(
+            f"{node.text} returned {type(returned).__name__}; expected {expected}", what=node.text
+        )
+    if len(returned) != count:
+        raise EngineFailure(
+            f"{node.text} returned {len(returned)} node{'s' if len(returned) != 1 else ''}; "
+            f"expected {expected}",
+            what=node.text,
+        )
+    return list(returned)
 
 
 def as_given(value: np.ndarray) -> np.ndarray:

@@ -147,6 +147,7 @@ def structure_key(expression: Expression, dtype: np.dtype) -> tuple:
             repr(sorted(node.attrs.items())),
             node.literal,
             tuple(node.shape),
+            node.part,
         )
         for node in expression.nodes
     )

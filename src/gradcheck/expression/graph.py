@@ -15,6 +15,12 @@ if TYPE_CHECKING:
 class Node:
     """One value of the expression: an input, a numeric literal or an op applied to nodes.
 
+    An op with several outputs (`Op.multi`: split, unstack, slogdet) is one node whose
+    `outputs` hold its outputs' shapes (its own `shape` is ``()``); each output the
+    expression uses is a *part*: a node without an op whose one argument is that node and
+    whose `part` says which output it is. Only parts are values: no op takes the
+    several-output node itself, nor is it the output or a `wrt` node.
+
     Nodes compare by identity, so they can key dictionaries of values and gradients.
     """
 
@@ -28,10 +34,50 @@ class Node:
     literal: float | None = None  # the value of a numeric literal
     integer: str | None = None  # an integer input's dtype (int32, int64): never differentiated
     line: int = 1  # line within the expression's source
+    outputs: tuple[Shape, ...] | None = None  # an op with several outputs: their shapes
+    part: int | None = None  # which output of its argument (an op with several) it is
 
     @property
     def is_input(self) -> bool:
-        return self.op is None and self.literal is None
+        return self.op is None and self.literal is None and self.part is None
+
+    @property
+    def is_multi(self) -> bool:
+        """An op with several outputs: only its parts are values."""
+        return self.outputs is not None
+
+    @property
+    def is_part(self) -> bool:
+        return self.part is not None
+
+    def unindexed(self) -> str:
+        """What is wrong with using an op with several outputs as one value."""
+        count = len(self.outputs or ())
+        ref = self.name or self.text
+        last = f" to {ref}[{count - 1}]" if count > 1 else ""
+        named = f" ({self.text})" if self.name else ""
+        return (
+            f"{ref}{named} returns {count} values (an op with several outputs); index the "
+            f"one to use: {ref}[0]{last}"
+        )
+
+    @property
+    def made_by(self) -> Op | None:
+        """The op that computes the node's value: its own, or for a part its argument's."""
+        if self.op is None and self.part is not None:
+            return self.args[0].op
+        return self.op
+
+    def output_view(self, part: Node) -> Node:
+        """This op with several outputs seen as the one output `part` (one of its parts):
+        what localisation checks alone, a node per output. It has the op, arguments and
+        attributes of this node and the text and shape of the part, and both `outputs` and
+        `part` set; it is in no expression's graph."""
+        assert self.outputs is not None and part.part is not None and part.args[0] is self
+        return Node(
+            part.index, part.text, part.shape, self.op, self.args, dict(self.attrs),
+            line=self.line, outputs=self.outputs, part=part.part,
+        )  # fmt: skip
 
     @property
     def is_literal(self) -> bool:
@@ -82,10 +128,19 @@ class Expression:
         return [
             GraphNode(
                 node.text,
-                node.op.name if node.op else None,
+                _op_label(node),
                 [position[arg] for arg in node.args],
                 tuple(node.shape),
                 node.name,
+                len(node.outputs) if node.outputs is not None else None,
             )
             for node in kept
         ]
+
+
+def _op_label(node: Node) -> str | None:
+    """What a report calls the node's op: its name, for a part with its position (split[1])."""
+    made_by = node.made_by
+    if made_by is None:
+        return None
+    return f"{made_by.name}[{node.part}]" if node.part is not None else made_by.name

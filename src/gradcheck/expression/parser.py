@@ -3,7 +3,9 @@
 An expression is one Python expression, or several ``name = expression`` lines that
 end with the output expression. Calls name ops of the registry; the operators
 ``@ + - * / **`` and unary ``-`` map to ``matmul add sub mul div pow neg``; numeric
-literals become constants; ``x[0, :, 1:3]`` is ``getitem``. Every node's shape is
+literals become constants; ``x[0, :, 1:3]`` is ``getitem``. An op with several outputs
+(split) is indexed, at once or through a binding (``parts = split(x, 2)``, then
+``parts[1]``): each output used is a node of its own (`graph.Node`). Every node's shape is
 inferred here, so a shape error is found before anything runs, and it names the node.
 """
 
@@ -53,6 +55,7 @@ class _Parser:
         self.input_shapes = {k: tuple(v) for k, v in input_shapes.items()}
         self.integer_inputs = dict(integer_inputs)
         self.bindings: dict[str, Node] = {}
+        self.parts: dict[tuple[Node, int], Node] = {}  # each output of an op with several
         self.operators = operator_ops()
         # Each line as UTF-8 (ast's column offsets count bytes), and where it starts, so
         # that a node's text is one slice: `ast.get_source_segment` splits the whole source
@@ -81,6 +84,8 @@ class _Parser:
                 "the last line must be the output expression, not a statement", last.lineno
             )
         output = self._node(last.value, 0)
+        if output.is_multi:
+            raise ExpressionError(f"the output {output.unindexed()}", last.lineno)
         if output.is_literal:
             raise ExpressionError("the output is a constant; it depends on no input", last.lineno)
         return Expression(self.source, self.nodes, output, self.inputs, self.bindings)
@@ -164,6 +169,8 @@ class _Parser:
             return self._call(node, depth)
         if isinstance(node, ast.Subscript):
             base = self._node(node.value, depth + 1)
+            if base.is_multi:
+                return self._part(node, base)
             taken = self._array_index(node.slice)
             if taken is not None:  # x[:, j]: take(x, j, axis=1) (SPEC §3.1)
                 axis, indices = taken
@@ -278,6 +285,9 @@ class _Parser:
 
     def _apply(self, node: ast.AST, op: Op, args: list[Node], attrs: dict[str, Any]) -> Node:
         text = self._text(node)
+        for arg in args:
+            if arg.is_multi:  # only its parts are values
+                raise ExpressionError(f"{text}: {arg.unindexed()}", node.lineno)
         _check_integer_args(text, op, args, node.lineno)
         try:
             attrs = op.resolve_attrs(attrs)
@@ -285,12 +295,45 @@ class _Parser:
                 attrs["dtype"] = self.dtype
             shapes = [a.shape for a in args]
             shape = op.shape(shapes, **attrs) if op.variadic else op.shape(*shapes, **attrs)
+            if op.outputs is not None:  # several outputs: one shape each
+                shapes = [tuple(s) for s in shape]
+                if len(shapes) != op.outputs(*(a.shape for a in args), **attrs):
+                    raise ShapeError(f"{op.name}'s shape rule and output count differ")
+                made = self._add(node, shape=(), op=op, args=tuple(args), attrs=attrs)
+                made.outputs = tuple(shapes)
+                return made
         except ShapeError as e:
             raise ExpressionError(f"{text}: {e}", node.lineno) from None
         except Exception as e:  # attributes of a kind no shape rule expected (a float axis)
             message = f"{text}: {op.signature} cannot take these attributes ({type(e).__name__})"
             raise ExpressionError(message, node.lineno) from None
         return self._add(node, shape=tuple(shape), op=op, args=tuple(args), attrs=attrs)
+
+    def _part(self, node: ast.Subscript, base: Node) -> Node:
+        """Output `k` of an op with several (`base`), `split(x, 2)[1]`: one node per output,
+        however often it is indexed."""
+        assert base.outputs is not None
+        count, text = len(base.outputs), self._text(node)
+        index = node.slice
+        k = attr_literal(index, text) if is_number(index) else None
+        if isinstance(k, bool) or not isinstance(k, int):
+            raise ExpressionError(
+                f"{text}: {base.text} returns {count} values; index one with an integer "
+                f"({base.text}[0])",
+                node.lineno,
+            )
+        if not -count <= k < count:
+            raise ExpressionError(
+                f"{text}: index {k} is out of range: {base.text} returns {count} value"
+                f"{'s' if count != 1 else ''} (indices 0 to {count - 1})",
+                node.lineno,
+            )
+        k %= count
+        made = self.parts.get((base, k))
+        if made is None:
+            made = self._add(node, shape=base.outputs[k], args=(base,), part=k)
+            self.parts[base, k] = made
+        return made
 
     def _array_index(self, node: ast.expr) -> tuple[int, Node] | None:
         """An integer-array subscript as take's (axis, indices): one integer input, after

@@ -74,6 +74,8 @@ def completions(
     op = get_op(op_name)
     if op.params[0] in op.integer or (op.integer and op.index_range is None):
         return ()  # one_hot's first argument is no float value; indices need their range
+    if op.multi:
+        return ()  # several outputs (split): not one value a program grows on
     fresh: list[Source] = [Fresh(s) for s in shapes_beside(first, max_rank)]
     sources = [*fresh, Constant(), *(Reuse(i, s) for i, s in enumerate(earlier))]
     if op.variadic:  # a list of one to three values; the third is like the second

@@ -6,6 +6,7 @@ from . import elementwise, linalg, nn, reductions, shape  # noqa: F401  (declara
 from . import unary, cumulative, statistics, comparisons, gathers  # noqa: F401
 from . import layout  # noqa: F401
 from . import contractions, solvers  # noqa: F401
+from . import splits  # noqa: F401  (split, unstack; slogdet is in solvers)
 from . import conv  # noqa: F401  (conv1d, conv2d, conv2d_transpose)
 from . import pooling, normalization  # noqa: F401
 

@@ -43,13 +43,24 @@ Conventions shared by every declaration:
   attribute first, a string, and its operands spread after it (``einsum("ij,jk->ik", a,
   b)``); engines get the operands spread too and the attribute by keyword
   (``einsum(self, *operands, equation)``). Its rules still receive the list.
+* Ops with several outputs (``split``, ``unstack``, ``slogdet``) say how many they give:
+  ``outputs(*arg_shapes, **attrs)`` returns the count (None, the default: one output).
+  For them ``shape`` returns one shape per output (a tuple of shapes), ``forward`` and the
+  TensorFlow builder a tuple (or list) of values, ``vjps[i](gs, ans, *args, **attrs)``
+  gets ``gs``, one cotangent per output (zeros for an output nothing uses: its share of
+  the gradient is zero), and ``ans``, the tuple of outputs; ``jvps[i]`` returns one
+  tangent per output. An expression indexes such an op's value (``split(x, 2)[1]``, or
+  ``parts = split(x, 2)`` then ``parts[1]``): in the graph (`expression.graph`) the op is
+  one node and each output used is a node of its own, a *part*, whose argument it is.
+  Engines return a tuple or list of nodes from the op's method. In the rule texts ``g``
+  is then the tuple of cotangents (``g[1]``: the second output's) and ``y`` the outputs.
 * ``rules[i]`` and ``tf_rules[i]`` are VJP ``i`` written out as text, in NumPy and in
   TensorFlow spelling: what `gradcheck ops`, the diagnosis's fixes and the docs show.
   The names in them: ``g`` the cotangent, the parameters (``a``, ``b``, ``x``), ``y``
   the op's output, the attributes; for reductions ``axis`` is the tuple of reduced axes,
   ``kept_shape`` is x's shape with those axes as size 1 and ``n`` the number of elements
   each output summarises; ``summed_axes`` (broadcast_to) the axes broadcasting added or
-  stretched; ``sizes``/``offsets`` (concat) the pieces' lengths and where they end;
+  stretched; ``sizes``/``offsets`` (concat, split) the pieces' lengths and where they end;
   ``axes`` (dilate, undilate) the tuple of dilated axes, non-negative;
   ``axes_a``/``axes_b`` (tensordot) the contracted axes of a and of b, pairwise, and
   ``free_a``/``free_b`` the others; ``adjoint``, ``others`` and ``fill`` (einsum) operand
@@ -186,6 +197,9 @@ class Op:
     conditioned: tuple[str, ...] = ()  # parameters that must be well-conditioned matrices
     symmetric: tuple[str, ...] = ()  # parameters read as symmetric matrices (cholesky)
     value_rule: ValueRule | None = None  # what some float parameters' values must be
+    # How many outputs the op gives, from the argument shapes and attributes (None: one);
+    # see the module docstring.
+    outputs: Callable[..., int] | None = None
 
     def __post_init__(self) -> None:
         for rules, what in ((self.vjps, "VJPs"), (self.jvps, "JVPs")):
@@ -223,6 +237,11 @@ class Op:
             if record is not None:
                 return record(self, list(args), {**self.attrs, **attrs})
         return self.forward(*args, **{**self.attrs, **attrs})
+
+    @property
+    def multi(self) -> bool:
+        """Whether the op gives several outputs (its `outputs` says how many)."""
+        return self.outputs is not None
 
     @property
     def vjp_count(self) -> int:

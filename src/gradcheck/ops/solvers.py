@@ -1,5 +1,7 @@
-"""Inverses and solvers (SPEC §3.1): inv, det, solve(a, b), cholesky and
+"""Inverses and solvers (SPEC §3.1): inv, det, slogdet, solve(a, b), cholesky and
 triangular_solve(a, b, lower=True), batched over leading axes as TensorFlow's.
+slogdet has two outputs, (sign, log|det|) (the registry says how such an op is declared):
+the sign is piecewise constant, so its cotangent adds nothing to the gradient.
 
 Their VJPs are written with the ops themselves (`INV`, `SOLVE`, `TRIANGULAR_SOLVE`
 called like functions) and matmul and swapaxes, which the builtin engine's tensors
@@ -143,6 +145,20 @@ register(Op(
     jvps=(lambda t, ans, x: ans * np.sum(_det_inv_t(x) * t, axis=(-2, -1)),),
     jvp_rules=("y * np.trace(np.linalg.inv(x) @ t, axis1=-2, axis2=-1)",),
     tf_jvp_rules=("y * tf.linalg.trace(tf.linalg.solve(x, t))",),
+    conditioned=("x",),
+))
+register(Op(
+    name="slogdet", params=("x",), shape=lambda x: (_square(x)[:-2],) * 2,
+    outputs=lambda x: 2, forward=lambda x: tuple(np.linalg.slogdet(x)),
+    vjps=(lambda gs, ans, x: np.expand_dims(np.expand_dims(gs[1], -1), -1) * _det_inv_t(x),),
+    tf=lambda tf, x: tuple(tf.linalg.slogdet(x)), tf_name="tf.linalg.slogdet",
+    doc="(sign, log|det|) of each square matrix in the last two axes; two outputs, "
+        "indexed: slogdet(x)[1]; the sign's gradient is zero",
+    rules=(f"g[1][..., None, None] * {_T.format('np.linalg.inv(x)')}",),
+    tf_rules=("g[1][..., None, None] * tf.linalg.inv(x, adjoint=True)",),
+    jvps=(lambda t, ans, x: (np.zeros_like(ans[0]), np.sum(_det_inv_t(x) * t, axis=(-2, -1))),),
+    jvp_rules=("(np.zeros_like(y[0]), np.trace(np.linalg.inv(x) @ t, axis1=-2, axis2=-1))",),
+    tf_jvp_rules=("(tf.zeros_like(y[0]), tf.linalg.trace(tf.linalg.solve(x, t)))",),
     conditioned=("x",),
 ))
 SOLVE = register(Op(

@@ -58,6 +58,7 @@ RESERVED = frozenset(
     {"leaf", "constant", "value", "grad", "vjp", "jvp", "name", "conventions", "scalar_only"}
     | {"higher_order", "functional_jvp"}
     | {"apply", "backward", "vjp_rule", "reduce_to_shape", "accumulate", "topological_order"}
+    | {"cotangents"}  # the builtin engine's, for an op with several outputs
     | {"tangent", "jvp_rule", "broadcast_tangent"}
     | {"tf", "tapes", "recording", "record"}
 )

@@ -50,7 +50,7 @@ and why (`EngineRun.untrusted`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -142,7 +142,9 @@ class _Program:
         self.finite = bool(np.isfinite(terms[self.cotangent != 0]).all())
         self.terms = np.abs(terms)
 
-    def _apply(self, node: Node, values: Mapping[Node, np.ndarray]) -> np.ndarray:
+    def _apply(self, node: Node, values: Mapping[Node, Any]) -> Any:
+        if node.is_part:  # one output of an op with several
+            return values[node.args[0]][node.part]
         op = node.op
         assert op is not None
         args = [values[a] for a in node.args]
@@ -150,6 +152,8 @@ class _Program:
             k = op.params.index(param)
             args[k] = (args[k] + np.swapaxes(args[k], -1, -2)) / 2
         out = op.forward(args, **node.attrs) if op.variadic else op.forward(*args, **node.attrs)
+        if op.multi:
+            return tuple(np.asarray(o, np.float64) for o in out)
         return np.asarray(out, np.float64)
 
     def downstream(self, moved: Node) -> list[Node]:
@@ -157,7 +161,8 @@ class _Program:
         affected = {id(moved)}
         order = []
         for node in self.expression.nodes:
-            if node.op is not None and any(id(a) in affected for a in node.args):
+            computed = node.op is not None or node.is_part
+            if computed and any(id(a) in affected for a in node.args):
                 affected.add(id(node))
                 order.append(node)
         return order

@@ -94,6 +94,8 @@ def _trace(case: Case) -> Callable[..., Any]:
                         tape.watch(built[node])
                 elif node.is_literal:
                     built[node] = tf.constant(np.asarray(node.literal, dtype=dtype))
+                elif node.is_part:  # one output of an op with several (a list of tensors)
+                    built[node] = built[node.args[0]][node.part]
                 else:
                     args = [built[a] for a in node.args]
                     op = node.op

@@ -79,8 +79,11 @@ def _said(mechanism: str | None) -> str:
 
 
 def _argument(graph: list[GraphNode], node: int, arg: int) -> str:
-    """Argument `arg` of `node` by name (its text when it has none)."""
+    """Argument `arg` of `node` by name (its text when it has none); for an output of an op
+    with several (split[1]), whose one argument is the op, the op's argument."""
     args = graph[node].args
+    if graph[node].op and "[" in graph[node].op and len(args) == 1:  # a part
+        args = graph[args[0]].args
     return (graph[args[arg]].name or graph[args[arg]].text) if arg < len(args) else str(arg)
 
 
@@ -143,7 +146,8 @@ def _lines(node: GraphNode, found: list[str]) -> list[tuple[str, int]]:
         return [(node.text, 10)]
     head = node.op if kind == "op" else node.text
     lines = [(f"{node.name} = {head}" if kind == "op" and node.name else head, 12)]
-    lines.append((shape(node.shape), 10))
+    outputs = node.outputs  # an op with several: its parts below show their shapes
+    lines.append((shape(node.shape) if outputs is None else f"{outputs} outputs", 10))
     for mark in dict.fromkeys(found):  # once each, in the order found
         lines.append((mark if len(mark) <= MARK_LENGTH else mark[: MARK_LENGTH - 1] + "…", 10))
     return lines

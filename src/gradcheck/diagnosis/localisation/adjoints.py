@@ -78,6 +78,10 @@ def adjoints(evidence: Evidence, *, again: bool = False) -> Adjoints | str:
     """Both engines' gradients at every node, or why the engine's cannot be had."""
     case = evidence.case
     expression = case.expression
+    if any(node.is_multi for node in expression.nodes):
+        # No gradient with respect to such an op itself, only to its parts (SPEC §3.1),
+        # and the stories read each consumer's share of one gradient.
+        return "the expression has an op with several outputs, whose uses the stories do not read"
     leaves = differentiable_inputs(expression, case.wrt)
     order = _between(expression, leaves)
     names: dict[Node, str] = {}

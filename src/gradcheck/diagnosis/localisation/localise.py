@@ -49,8 +49,13 @@ def single_op(node: Node, *, literals_as_inputs: bool = False) -> tuple[Expressi
         leaf = Node(len(args), name, arg.shape, name=name, integer=arg.integer)
         inputs[name] = leaf
         args.append(leaf)
-    op_node = Node(len(args), node.text, node.shape, node.op, tuple(args), dict(node.attrs))
     names = [name for name, leaf in inputs.items() if not leaf.integer]  # indices: no gradient
+    if node.outputs is not None and node.part is not None:  # one output of an op with several
+        made = Node(len(args), node.text, (), node.op, tuple(args), dict(node.attrs))
+        made.outputs = node.outputs
+        part = Node(len(args) + 1, node.text, node.shape, args=(made,), part=node.part)
+        return Expression(node.text, [*args, made, part], part, inputs, {}), names
+    op_node = Node(len(args), node.text, node.shape, node.op, tuple(args), dict(node.attrs))
     return Expression(node.text, [*args, op_node], op_node, inputs, {}), names
 
 
@@ -130,7 +135,7 @@ class NodeCheck:
             expression, _ = single_op(self.node)
             values = dict(inputs or self.inputs)
             return numeric_run(expression, values, self.names, cotangent, self.tolerance, self.seed)
-        if inputs is not None or self.output is None:
+        if inputs is not None or self.output is None or self.node.part is not None:
             return self.run(self.reference_factory, cotangent, inputs)
         args = [
             Tensor(np.asarray(arg.literal, self.output.dtype))
@@ -196,10 +201,30 @@ class NodeCheck:
 
 
 def node_values(case: Case) -> dict[Node, np.ndarray]:
-    """Every node's forward value in the case."""
+    """Every node's forward value in the case (an op with several outputs has none: each
+    of its parts has its own)."""
     engine = BuiltinEngine()
     built = build_expression(engine, case.expression, case.inputs, set(), case.cotangent.dtype)
-    return {node: engine.value(tensor) for node, tensor in built.items()}
+    return {node: engine.value(tensor) for node, tensor in built.items() if not node.is_multi}
+
+
+def checked_nodes(expression: Expression) -> list[Node]:
+    """The nodes localisation checks alone: each op node, and for an op with several
+    outputs each output the expression uses (`Node.output_view`), in the graph's order."""
+    out = []
+    for node in expression.op_nodes:
+        if not node.is_multi:
+            out.append(node)
+            continue
+        parts = [n for n in expression.nodes if n.is_part and n.args[0] is node]
+        out += [node.output_view(part) for part in sorted(parts, key=lambda p: p.part or 0)]
+    return out
+
+
+def op_label(node: Node) -> str:
+    """What the results call a checked node's op: split[1] for an output of split."""
+    assert node.op is not None
+    return node.op.name if node.part is None else f"{node.op.name}[{node.part}]"
 
 
 def check_nodes(
@@ -222,7 +247,7 @@ def check_nodes(
     values = node_values(case)
     rng = np.random.default_rng([case.seed, kind.stream])
     checks = []
-    for node in case.expression.op_nodes:
+    for node in checked_nodes(case.expression):
         assert node.op is not None
         inputs = {f"a{i}": values[arg] for i, arg in enumerate(node.args) if not arg.is_literal}
         # Drawn for every node, so that `only` leaves the others' directions as they were.
@@ -231,7 +256,7 @@ def check_nodes(
             continue
         check = kind(
             node,
-            NodeResult(node.text, node.op.name, "passed", check=kind.check),
+            NodeResult(node.text, op_label(node), "passed", check=kind.check),
             inputs,
             single_op(node)[1],
             direction,
@@ -241,7 +266,7 @@ def check_nodes(
             low_precision=case.dtype in LOW_PRECISION and not case.tolerance_given,
             seed=case.seed,
             rounding=rounding,
-            output=values[node],
+            output=values[_valued(case.expression, node)],
         )
         if run:
             _check_node(check)
@@ -290,3 +315,10 @@ def _check_node(check: NodeCheck) -> None:
                 check.mismatches[arg] = ~check.close(want, got, pinned)
     if check.forward_failed or check.result.args:
         check.result.status = "failed"
+
+
+def _valued(expression: Expression, node: Node) -> Node:
+    """The graph node holding a checked node's value: itself, or an output view's part."""
+    if node.part is None:
+        return node
+    return next(n for n in expression.nodes if n.is_part and n.text == node.text)

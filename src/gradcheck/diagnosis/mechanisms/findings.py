@@ -41,9 +41,11 @@ def op_vjp_hint(check: NodeCheck, arg: int, finding: Finding, spell: str) -> Hin
     shape = node.args[arg].shape
     if rule and check.check == "vjp" and op.name in BINARY_ELEMENTWISE and shape != node.shape:
         fix += f", summed back to {param}'s shape {fmt_shape(shape)} (unbroadcast)"
+    # One output of an op with several (split[1]): its rule given that output's direction.
+    whose = op.name if node.part is None else f"{op.name}[{node.part}]"
     return Hint(
         f"op-{check.check}",
-        f"{node.text}: {op.name}'s {check.words.rule} for argument {arg} "
+        f"{node.text}: {whose}'s {check.words.rule} for argument {arg} "
         f"({node.args[arg].text}) {finding.says}",
         fix,
         finding.confidence,

@@ -43,7 +43,14 @@ from ...results import Hint, NodeResult
 from ..evidence import ModeEvidence
 from ..faults.fingerprints import used_ops
 from ..faults.planted import Fault, FaultyEngine, fault_hint, relevant_faults
-from ..localisation.localise import Words, engine_run, node_values, single_op
+from ..localisation.localise import (
+    Words,
+    checked_nodes,
+    engine_run,
+    node_values,
+    op_label,
+    single_op,
+)
 from ..mechanisms.findings import Finding, op_vjp_hint
 from ..mechanisms.patterns import Subject, value_hints
 from ..mechanisms.probes import Prober
@@ -120,7 +127,7 @@ def check_hvp_nodes(case: Case, engine_factory: EngineFactory) -> list[HvpCheck]
     rng = np.random.default_rng([case.seed, 0x2D2])
     sound = _mul_is_sound(case, engine_factory, rng)
     checks = []
-    for node in case.expression.op_nodes:
+    for node in checked_nodes(case.expression):  # an output of split: a node of its own
         inputs = {f"a{i}": values[a] for i, a in enumerate(node.args) if not a.is_literal}
         if inputs:
             checks.append(_node_check(case, engine_factory, rng, node, inputs, sound))
@@ -139,7 +146,7 @@ def _node_check(
     dtype = case.cotangent.dtype
     variables = {**inputs, COTANGENT: np.empty(node.shape)} if with_cotangent else inputs
     check = HvpCheck(
-        node, NodeResult(node.text, node.op.name, "passed", check="hvp"), inputs, list(inputs),
+        node, NodeResult(node.text, op_label(node), "passed", check="hvp"), inputs, list(inputs),
         JvpCheck.draw(rng, node, variables, dtype), case.tolerance, engine_factory,
         BuiltinEngine, seed=case.seed,
     )  # fmt: skip

@@ -31,7 +31,7 @@ def report_card(cases: Sequence[CaseResult]) -> dict[str, OpRecord]:
     """Every op the cases use, in the order they first appear, with its record."""
     card: dict[str, OpRecord] = {}
     for case in cases:
-        used = list(dict.fromkeys(node.op for node in case.graph if node.op))
+        used = list(dict.fromkeys(_op_of(node.op) for node in case.graph if node.op))
         for op in used:
             card.setdefault(op, OpRecord())
         if case.unsupported_ops:
@@ -65,10 +65,16 @@ def found_wrong(case: CaseResult) -> dict[str, str | None]:
     found: dict[str, str | None] = {}
     for node in case.nodes:
         if node.status in ("failed", "error"):
-            found.setdefault(node.op, _mechanism(node.op, hints, top))
+            found.setdefault(_op_of(node.op), _mechanism(node.op, hints, top))
     if top is not None and top.op:
-        found.setdefault(top.op, _mechanism(top.op, hints, top))
+        found.setdefault(_op_of(top.op), _mechanism(top.op, hints, top))
     return found
+
+
+def _op_of(label: str) -> str:
+    """The op a graph node's label names: an output of an op with several (split[1]) is
+    the op's (split), which the card counts once per case."""
+    return label.split("[", 1)[0]
 
 
 def _mechanism(op: str, hints: list[Hint], top: Hint | None) -> str | None:

@@ -32,7 +32,7 @@ from ...ops import Op, unbroadcast
 from ...ops.conventions import convention_rules
 from ...ops.registry import JVP, VJP
 from ..protocol import with_op_methods
-from .tensor import Tensor, apply, working
+from .tensor import PART, Tensor, apply, working
 
 __all__ = ["BuiltinEngine", "Tensor", "topological_order"]
 
@@ -63,6 +63,24 @@ def _applied(rule: VJP | JVP, tensor: Tensor, i: int, direction: Any, ans: Any, 
         if tensor.op.variadic:
             return rule(direction, ans, args, i, **tensor.attrs)
         return rule(direction, ans, *args, **tensor.attrs)
+
+
+def _working(value: Any) -> Any:
+    """`working`, for each output of an op with several too."""
+    return tuple(map(working, value)) if isinstance(value, tuple) else working(value)
+
+
+def _dtype(g: Any) -> np.dtype:
+    """A cotangent's dtype: the first output's, for an op with several."""
+    return (g[0] if isinstance(g, tuple) else g).dtype
+
+
+def _total(shares: list[Any]) -> Any:
+    """The sum of each argument's share of a tangent (for an op with several outputs,
+    output by output)."""
+    if isinstance(shares[0], tuple):
+        return tuple(_total(list(parts)) for parts in zip(*shares, strict=True))
+    return sum(shares[1:], start=shares[0])
 
 
 @with_op_methods
@@ -112,6 +130,13 @@ class BuiltinEngine:
             g = grads.get(tensor)
             if g is None or tensor.op is None:
                 continue
+            if tensor.op is PART:  # an output of an op with several: its cotangent's slot
+                (made,) = tensor.args
+                slots = grads.setdefault(made, [None] * len(made.value))  # type: ignore[arg-type]
+                slots[tensor.attrs["index"]] = g  # type: ignore[index]
+                continue
+            if tensor.op.multi:
+                g = self.cotangents(tensor, g)  # type: ignore[arg-type]
             for i, arg in enumerate(tensor.args):
                 if not arg.requires_grad:
                     continue
@@ -119,23 +144,35 @@ class BuiltinEngine:
                 self.accumulate(grads, arg, share)
         return grads
 
-    def vjp(self, tensor: Tensor, i: int, g: np.ndarray) -> np.ndarray:
+    def cotangents(self, tensor: Tensor, slots: list[Any]) -> tuple[Any, ...]:
+        """An op with several outputs: one cotangent per output, zeros for an output
+        nothing downstream used (it contributes nothing to the gradient)."""
+        return tuple(
+            np.zeros_like(value) if g is None else g
+            for g, value in zip(slots, tensor.value, strict=True)
+        )
+
+    def vjp(self, tensor: Tensor, i: int, g: Any) -> np.ndarray:
         op = tensor.op
         assert op is not None
         rule = self.vjp_rule(op, i)
-        if isinstance(g, Tensor):  # create_graph: the rule runs on Tensors, recording ops
-            # Integer arguments (indices) as their arrays: constants, never graph nodes.
+        several = isinstance(g, tuple)  # an op with several outputs: a cotangent each
+        dtype = _dtype(g)
+        if isinstance(g, Tensor) or (several and any(isinstance(c, Tensor) for c in g)):
+            # create_graph: the rule runs on Tensors, recording ops. Integer arguments
+            # (indices) as their arrays: constants, never graph nodes.
             args = [a.value if a.value.dtype.kind in "iu" else a for a in tensor.args]
+            ans = tuple(map(Tensor, tensor.value)) if several else tensor
             try:
-                share = _applied(rule, tensor, i, g, tensor, args)
+                share = _applied(rule, tensor, i, g, ans, args)
             except TypeError as e:  # a user op's rule calls NumPy beyond the registry's ops
                 raise NotImplementedError(
                     f"{op.name}'s VJP cannot be differentiated again by the builtin engine: {e}"
                 ) from e
-            return share if isinstance(share, Tensor) else Tensor(np.asarray(share, g.dtype))
+            return share if isinstance(share, Tensor) else Tensor(np.asarray(share, dtype))
         values = [working(a.value) for a in tensor.args]
-        share = _applied(rule, tensor, i, working(g), working(tensor.value), values)
-        return np.asarray(share).astype(g.dtype, copy=False)
+        share = _applied(rule, tensor, i, _working(g), _working(tensor.value), values)
+        return np.asarray(share).astype(dtype, copy=False)
 
     # -- seams for the fault catalogue -------------------------------------------------------
     def vjp_rule(self, op: Op, i: int) -> VJP:
@@ -159,13 +196,17 @@ class BuiltinEngine:
         for tensor in self.topological_order(output):
             if tensor in known or tensor.op is None:
                 continue
+            if tensor.op is PART:  # an output of an op with several: its share of the tangents
+                if tensor.args[0] in known:
+                    known[tensor] = known[tensor.args[0]][tensor.attrs["index"]]
+                continue
             shares = [
                 self.tangent(tensor, i, known[arg])
                 for i, arg in enumerate(tensor.args)
                 if arg in known
             ]
             if shares:
-                known[tensor] = sum(shares[1:], start=shares[0])
+                known[tensor] = _total(shares)
         return known.get(output, np.zeros_like(output.value))
 
     def tangent(self, tensor: Tensor, i: int, t: np.ndarray) -> np.ndarray:
@@ -173,7 +214,14 @@ class BuiltinEngine:
         op = tensor.op
         assert op is not None
         values = [working(a.value) for a in tensor.args]
-        share = _applied(self.jvp_rule(op, i), tensor, i, working(t), working(tensor.value), values)
+        share = _applied(
+            self.jvp_rule(op, i), tensor, i, working(t), _working(tensor.value), values
+        )
+        if op.multi:  # a tangent per output
+            return tuple(  # type: ignore[return-value]
+                self.broadcast_tangent(op, np.asarray(s), v.shape).astype(v.dtype, copy=False)
+                for s, v in zip(share, tensor.value, strict=True)
+            )
         share = self.broadcast_tangent(op, np.asarray(share), tensor.value.shape)
         return share.astype(tensor.value.dtype, copy=False)
 

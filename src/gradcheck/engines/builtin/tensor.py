@@ -126,9 +126,20 @@ def working(value: np.ndarray) -> np.ndarray:
     return value.astype(np.float32) if value.dtype.name in _LOW else value
 
 
-def apply(op: Op, args: Sequence[Tensor], attrs: dict[str, Any]) -> Tensor:
+# One output of an op with several (split): a Tensor made by PART from the op's Tensor,
+# whose value is the tuple of outputs. Not registered: the engine's backward pass and
+# forward mode treat it themselves (`engine.py`), it has no rules.
+PART = Op(
+    name="part", params=("values",), attrs={"index": 0}, shape=lambda values, index: (),
+    forward=lambda values, index: values[index], doc="one output of an op with several",
+)  # fmt: skip
+
+
+def apply(op: Op, args: Sequence[Tensor], attrs: dict[str, Any]) -> Any:
     """`op` applied to Tensors: its value, in the arguments' dtype, and how it was made.
-    Integer arguments (indices, labels) do not count: `take(x, i)` is in x's dtype."""
+    Integer arguments (indices, labels) do not count: `take(x, i)` is in x's dtype. An op
+    with several outputs gives a list of Tensors, one per output, each made by `PART`
+    from one Tensor of the op whose value is the tuple of outputs."""
     floats = [a.value for a in args if a.value.dtype.kind not in "iu"]
     values = [working(a.value) for a in args]
     requires_grad = any(a.requires_grad for a in args)
@@ -138,6 +149,10 @@ def apply(op: Op, args: Sequence[Tensor], attrs: dict[str, Any]) -> Tensor:
         out = op.forward(values, **attrs) if op.variadic else op.forward(*values, **attrs)
     # Integer arguments only (one_hot): the op's own output dtype, the case's.
     dtype = np.result_type(*floats) if floats else np.asarray(out).dtype
+    if op.multi:
+        outs = tuple(np.asarray(o).astype(dtype, copy=False) for o in out)
+        made = Tensor(outs, op, list(args), attrs, requires_grad)  # type: ignore[arg-type]
+        return [Tensor(v, PART, [made], {"index": k}, requires_grad) for k, v in enumerate(outs)]
     return Tensor(np.asarray(out).astype(dtype, copy=False), op, list(args), attrs, requires_grad)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .numpy_api_layout import NumpyApiLayoutOps
+from .numpy_api_multi import NumpyApiMultiOps
 
 
 def np_axis(axis: Any) -> Any:
@@ -20,7 +21,7 @@ def np_axis(axis: Any) -> Any:
     return tuple(axis) if isinstance(axis, list) else axis
 
 
-class NumpyApiOps(NumpyApiLayoutOps):
+class NumpyApiOps(NumpyApiLayoutOps, NumpyApiMultiOps):
     xp: Any  # the engine's NumPy-compatible module
 
     # -- elementwise -------------------------------------------------------------------

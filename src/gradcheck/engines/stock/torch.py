@@ -35,6 +35,7 @@ from .torch_conv import TorchConvOps
 from .torch_layout import TorchLayoutOps
 from .torch_linalg import TorchLinalgOps
 from .torch_pool import TorchPoolOps
+from .torch_split import TorchSplitOps
 
 
 def _dims(x: torch.Tensor, axis: Any) -> Any:
@@ -87,7 +88,7 @@ def _running(
     return torch.flip(y, [axis]) if reverse else y  # fmt: skip
 
 
-class TorchEngine(TorchLayoutOps, TorchLinalgOps, TorchConvOps, TorchPoolOps):
+class TorchEngine(TorchLayoutOps, TorchLinalgOps, TorchConvOps, TorchPoolOps, TorchSplitOps):
     name = "torch"
     conventions: ClassVar[dict[str, str]] = {
         "maximum": "split",
