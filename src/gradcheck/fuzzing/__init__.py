@@ -85,15 +85,13 @@ def supported_ops(
     except EngineFailure as failure:
         raise UsageError(f"cannot fuzz: {failure.message}") from None
     # An op whose first parameter is integer (one_hot) cannot take the float value a
-    # program grows from; its output is a constant anyway, with nothing to check. An op
-    # with several outputs (split) is not one value a program can grow on: not fuzzed yet.
+    # program grows from; its output is a constant anyway, with nothing to check.
     implemented = [
         op.name
         for op in all_ops()
         if callable(getattr(engine, op.name, None))
         and (op.tf or reference == "numeric")
         and op.params[0] not in op.integer
-        and not op.multi
     ]
     if only is None:
         if not implemented:

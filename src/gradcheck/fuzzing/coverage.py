@@ -23,7 +23,7 @@ FEATURES = (
     "same", "size-1", "leading", "scalar", "constant",
     "batch", "batch one side", "batch size-1",
     "axis=None", "one axis", "several axes", "negative axis", "keepdims",
-    "perm", "index", "reuse", "at kinks", "indices", "repeated index",
+    "perm", "index", "reuse", "at kinks", "indices", "repeated index", "one of outputs",
 )  # fmt: skip
 
 
@@ -90,6 +90,8 @@ def features(node: Node, uses: Counter[Node]) -> set[str]:
                 if "size-1" in kinds:
                     found.add("batch size-1")
     found |= _attribute_features(node)
+    if node.is_multi:  # split: one of its outputs taken, by index
+        found.add("one of outputs")
     if any(uses[arg] > 1 for arg in args if not arg.is_literal):
         found.add("reuse")
     return found

@@ -211,7 +211,7 @@ class _Builder:
         reused_first = isinstance(chosen.rest[0], Reuse) if chosen.rest else False
         if swap != reused_first and len(args) == 2 and _swappable(op, args, chosen):
             args.reverse()
-        node = Apply(op, tuple(args), dict(chosen.attrs), chosen.shape)
+        node = Apply(op, tuple(args), dict(chosen.attrs), chosen.shape, chosen.part)
         # An integer input is no value to reuse: only an integer parameter may take it.
         fresh = [a for a in args if isinstance(a, Leaf) and a.dtype is None]
         self.values += [a for a in fresh if a not in self.values]

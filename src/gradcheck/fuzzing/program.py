@@ -46,6 +46,7 @@ class Apply:
     args: tuple[Value, ...]
     attrs: dict[str, Any]  # only those that differ from the op's defaults
     shape: Shape
+    part: int | None = None  # which output of an op with several (split), as indexed
 
 
 Value = Leaf | Literal | Apply
@@ -127,7 +128,8 @@ class _Renderer:
         listed = [f"[{', '.join(plain)}]"] if op.variadic else plain
         if op.leading is not None:  # einsum("ij,jk->ik", a, b)
             listed = [repr(value.attrs.get(op.leading, op.attrs[op.leading])), *plain]
-        return f"{op.name}({', '.join(listed + attrs)})"
+        call = f"{op.name}({', '.join(listed + attrs)})"
+        return call if value.part is None else f"{call}[{value.part}]"
 
     def _operand(self, value: Value) -> str:
         """An argument as it stands beside an operator or a subscript: bracketed if it is one."""

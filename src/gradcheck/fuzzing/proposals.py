@@ -58,6 +58,7 @@ class Completion:
     rest: tuple[Source, ...]
     attrs: tuple[tuple[str, Any], ...]
     shape: Shape
+    part: int | None = None  # which output of an op with several (split(x, 2)[1])
 
 
 @lru_cache(maxsize=4096)
@@ -74,8 +75,6 @@ def completions(
     op = get_op(op_name)
     if op.params[0] in op.integer or (op.integer and op.index_range is None):
         return ()  # one_hot's first argument is no float value; indices need their range
-    if op.multi:
-        return ()  # several outputs (split): not one value a program grows on
     fresh: list[Source] = [Fresh(s) for s in shapes_beside(first, max_rank)]
     sources = [*fresh, Constant(), *(Reuse(i, s) for i, s in enumerate(earlier))]
     if op.variadic:  # a list of one to three values; the third is like the second
@@ -104,9 +103,11 @@ def completions(
                 out = op.shape(shapes, **attrs) if op.variadic else op.shape(*shapes, **attrs)
             except ShapeError:
                 continue
-            if len(out) <= max_rank + 1 and 1 <= math.prod(out) <= MAX_NODE_ELEMENTS:
-                changed = tuple((k, v) for k, v in attrs.items() if v != op.attrs[k])
-                found.append(Completion(tuple(rest), changed, tuple(out)))
+            changed = tuple((k, v) for k, v in attrs.items() if v != op.attrs[k])
+            # An op with several outputs (split) is used by one of them, indexed.
+            for part, shape in enumerate(out) if op.multi else [(None, out)]:
+                if len(shape) <= max_rank + 1 and 1 <= math.prod(shape) <= MAX_NODE_ELEMENTS:
+                    found.append(Completion(tuple(rest), changed, tuple(shape), part))
     return tuple(found)
 
 
