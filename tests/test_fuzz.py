@@ -126,6 +126,7 @@ def _finding_of(example):
         (("take", "take_along_axis", "embedding", "sparse_softmax_cross_entropy"),
          ("indices", "repeated index", "negative axis")),
         (("split", "unstack", "slogdet", "mul"), ("one of outputs", "negative axis", "reuse")),
+        (("prod",), ("whole numbers", "several axes", "keepdims")),
         (("transpose", "getitem", "softmax"), ("perm", "index", "negative axis")),
     ],
 )  # fmt: skip
@@ -380,3 +381,19 @@ def _engine(name: str):
     if name == "matmul-only":
         return load_engine(str(root / "examples" / "seed_engine.py"))
     return load_engine(f"{root / 'tests' / 'corpus' / 'tape_bugs.py'}:{name}")
+
+
+def test_prod_is_fuzzed_at_zeros_on_purpose():
+    """prod's gradient has its special cases at zeros (one zero, or two): a quarter of
+    its cases draw whole numbers, so that a zero, when drawn, is exact."""
+    whole, at_zeros = [], []
+
+    @settings(PROPERTY, max_examples=150)
+    @given(example=examples(Space(("prod",))))
+    def collect(example):
+        values = np.concatenate([np.ravel(v) for v in example.data["inputs"].values()])
+        whole.append(example.program.kinks and bool(np.all(values == np.round(values))))
+        at_zeros.append(example.program.kinks and bool((values == 0).any()))
+
+    collect()
+    assert sum(whole) >= 20 and sum(at_zeros) >= 1, (sum(whole), sum(at_zeros))

@@ -24,6 +24,7 @@ FEATURES = (
     "batch", "batch one side", "batch size-1",
     "axis=None", "one axis", "several axes", "negative axis", "keepdims",
     "perm", "index", "reuse", "at kinks", "indices", "repeated index", "one of outputs",
+    "whole numbers",
 )  # fmt: skip
 
 
@@ -54,6 +55,8 @@ class Coverage:
             found = features(node, uses) | _index_features(node, case)
             if kinks and node.op.kink:
                 found.add("at kinks")
+            if kinks and node.op.zeros:  # prod: whole numbers, zeros among them
+                found.add("whole numbers")
             entry.features.update(found)
 
     def to_dict(self) -> dict:

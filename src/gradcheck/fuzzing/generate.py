@@ -7,8 +7,9 @@ broadcast or contract, reused values (diamonds, ``x * x``), literals; attributes
 last value is the output. A fresh input is drawn inside the domain the registry
 declares for the parameter it feeds (`Op.domain`; the first input, in one of the ops'
 domains), on a grid: in [-2, 2] by sixteenths (no subnormals, exact in every dtype),
-or, in a quarter of the cases when a kinked op may occur, as small integers, which put
-relu and abs at 0 and max, min, maximum and minimum at ties on purpose. Then
+or, in a quarter of the cases when a kinked op (or prod, `Op.zeros`) may occur, as small
+integers, which put relu and abs at 0, max, min, maximum and minimum at ties and prod's
+factors at zero on purpose. Then
 `domain.admissible` runs the builtin engine and keeps only the cases where every op's
 arguments really lie inside its domain and away from its kinks (at them exactly when
 kinks are the target). A fresh square input of an op that inverts it (`Op.conditioned`)
@@ -91,7 +92,9 @@ class Space:
 
     @property
     def has_kinks(self) -> bool:
-        return any(get_op(name).kink for name in self.ops)
+        """Whether some op has kinks or a special case at zero (prod): then a quarter of
+        the cases draw whole numbers."""
+        return any(get_op(name).kink or get_op(name).zeros for name in self.ops)
 
 
 @dataclass

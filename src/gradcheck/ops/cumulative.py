@@ -162,6 +162,7 @@ register(Op(
     jvps=(_prod_jvp,),
     jvp_rules=(_PROD + "np.sum(t * o, axis, keepdims=keepdims)",),
     tf_jvp_rules=(_TF_PROD + "tf.reduce_sum(t * o, axis, keepdims=keepdims)",),
+    zeros=True,
 ))
 CUMSUM = register(Op(
     name="cumsum", params=("x",), attrs=CUMULATIVE_ATTRS, shape=_cumulative_shape,

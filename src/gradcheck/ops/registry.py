@@ -170,6 +170,9 @@ class Op:
     # 0), "tie" (maximum, minimum, max, min), "base" (pow's exponent where a <= 0),
     # "bound" (clip at lo and hi), "window" (max-pools: ties within a window).
     kink: str | None = None
+    # A special case at zero that is no kink (prod: the gradient of a product holding a
+    # zero, or two): gradcheck fuzz draws whole numbers, zeros exact, a quarter of the time.
+    zeros: bool = False
     origin: str | None = None
     rules: tuple[str, ...] = ()  # each VJP as NumPy text (see the module docstring)
     tf_rules: tuple[str, ...] = ()  # ... and as TensorFlow text
