@@ -30,13 +30,12 @@ ratio is against a baseline measured in this process, never a timed assertion.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 import tracemalloc
 from collections.abc import Callable
 
 import numpy as np
+from per_check import interleaved  # bench/ is the script's folder: its sibling
 from threadpoolctl import threadpool_limits
 
 from gradcheck.cases.loader import load_case
@@ -81,17 +80,6 @@ def new_case(name: str, expr: str, inputs: dict) -> Case:
     case = load_case({"name": name, "expr": expr, "dtype": "float64", "inputs": inputs})
     assert isinstance(case, Case), case
     return case
-
-
-def interleaved(sides: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
-    """The median time of each side, the sides taken in turn within each repeat."""
-    times: dict[str, list[float]] = {k: [] for k in sides}
-    for _ in range(repeats):
-        for key, fn in sides.items():
-            started = time.perf_counter()
-            fn()
-            times[key].append(time.perf_counter() - started)
-    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def op_sides(name: str) -> dict[str, Callable[[], object]]:
