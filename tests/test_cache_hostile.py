@@ -21,7 +21,7 @@ from gradcheck.cases import load_file
 from gradcheck.cli import app
 from gradcheck.engines.driver import EngineRun
 from gradcheck.references.cache import ReferenceCache
-from gradcheck.references.entries import MAGIC, decode_entry, encode_entry
+from gradcheck.references.entries import MAGIC, CorruptEntry, decode_entry, encode_entry
 from gradcheck.references.lockfile import LOCK_FILE
 from test_lock import CASES, DOUBLING  # the lock's two cases and its doubling engine
 
@@ -222,3 +222,30 @@ def test_a_malformed_entry_is_corrupt_in_run_lock_and_verify(project: Path, how:
     honest = invoke("run", "cases.yaml", "--format", "json")  # recomputed, with a warning
     assert honest.exit_code == 0 and "corrupt reference cache entry" in honest.stderr
     assert not (project / "marker").exists()
+
+
+def test_an_entry_read_while_another_thread_builds_asts_is_not_called_corrupt(monkeypatch):
+    """CPython 3.11/3.12 may fail ast.literal_eval (NumPy's .npy header reader) with a
+    spurious SystemError while TensorFlow's import builds ASTs on its thread (gh-106905);
+    once seen here as a 'corrupt' entry, an error under --require-cache. The race is
+    transient: the read is retried, and any other SystemError still surfaces."""
+    run = EngineRun(np.arange(3.0), {"x": np.ones(3)})
+    raw = encode_entry("k", "2.21.0", run)
+    real_load, failures = np.load, []
+
+    def racing(*args, **kwargs):
+        if len(failures) < 2:
+            failures.append(1)
+            raise SystemError("AST constructor recursion depth mismatch (before=99, after=402)")
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(np, "load", racing)
+    read = decode_entry(raw, "k")
+    assert len(failures) == 2 and np.array_equal(read.grads["x"], run.grads["x"])
+
+    def broken(*args, **kwargs):
+        raise SystemError("something else")
+
+    monkeypatch.setattr(np, "load", broken)
+    with pytest.raises(CorruptEntry, match="something else"):
+        decode_entry(raw, "k")

@@ -212,8 +212,26 @@ def misfit(run: EngineRun, case: Case, check: str) -> str | None:
     return None
 
 
+AST_RACE = "AST constructor recursion depth mismatch"
+AST_RETRIES = 3
+
+
+def _npy(blob: bytes) -> np.ndarray:
+    """One saved array. NumPy reads its header with ast.literal_eval, which CPython 3.11
+    and 3.12 may fail with a spurious SystemError while another thread builds ASTs, as
+    the TensorFlow import gradcheck overlaps with reading the cache does (CPython
+    gh-106905: the depth counter is shared): the race is transient, so it is retried."""
+    for _ in range(AST_RETRIES - 1):
+        try:
+            return np.load(io.BytesIO(blob), allow_pickle=False)
+        except SystemError as e:
+            if AST_RACE not in str(e):
+                raise
+    return np.load(io.BytesIO(blob), allow_pickle=False)
+
+
 def _load_array(blob: bytes, dtype_name: str) -> np.ndarray:
-    array = np.load(io.BytesIO(blob), allow_pickle=False)
+    array = _npy(blob)
     if array.dtype.name != dtype_name:
         # NumPy saves extension dtypes (ml_dtypes' bfloat16) as raw void bytes.
         # Anything else (a string, complex, structured, datetime array) is no reference.
