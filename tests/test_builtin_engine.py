@@ -246,6 +246,7 @@ def test_unconnected_input_and_binding_through_runner_are_zero_like_tensorflow(t
               y * 3.0
             inputs: {x: [1.0, 2.0], y: [3.0, 4.0, 5.0]}
             wrt: [x, y, h]
+            cotangent: ones
         """,
     )
     (outcome,) = run(cases, BuiltinEngine).cases
@@ -298,7 +299,7 @@ def test_literals_and_inputs_outside_wrt_are_never_differentiated(tmp_path):
     assert len(arrays) == 1 and np.array_equal(arrays[0], [0.5, 0.25])
     assert all(t.requires_grad for t in engine.visited)
     assert all(t.op is not None or t.name == "x" for t in engine.visited)
-    np.testing.assert_allclose(got.grads["x"], 2.5 + np.exp([0.5, 0.25]))
+    np.testing.assert_allclose(got.grads["x"], (2.5 + np.exp([0.5, 0.25])) * case.cotangent)
     assert list(got.grads) == ["x"]
 
 

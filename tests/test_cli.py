@@ -413,6 +413,7 @@ def test_verbose_shows_arrays_of_passing_cases(tmp_path: Path):
         cases:
           - name: exp_pair
             expr: exp(x)
+            cotangent: ones
             inputs:
               x: [0.5, 1.5]
         """,

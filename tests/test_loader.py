@@ -65,8 +65,11 @@ def test_literal_inputs_take_the_default_dtype_and_tolerance(good):
     assert case.wrt == ["x", "y"]
     assert case.tags == ["fixture"]
     assert case.description == "Literal inputs; dtype, atol and tags come from defaults."
-    np.testing.assert_array_equal(case.cotangent, np.ones((2, 2), np.float32))
-    assert case.cotangent.dtype == np.float32
+    # The default cotangent is random (SPEC §2): seeded normal, in the case's dtype.
+    assert case.cotangent.shape == (2, 2) and case.cotangent.dtype == np.float32
+    assert not np.all(case.cotangent == 1.0)
+    again = by_name(load_file(GOOD))["literal_defaults"]
+    np.testing.assert_array_equal(case.cotangent, again.cotangent)  # seeded: the same
     assert case.expect == {}
 
 
@@ -147,6 +150,23 @@ def test_cotangents(good):
     pinned = good["pinned.gradient-1"]
     assert pinned.cotangent.shape == () and pinned.cotangent == 2.0
     assert pinned.cotangent.dtype == np.float32
+
+
+def test_the_default_cotangent_is_random_and_ones_where_expect_is_pinned():
+    """SPEC §2: random by default (a rule that ignores its upstream gradient passes under
+    ones when its op is the output); a case that pins expect keeps ones, the cotangent
+    pinned gradients are taken with (tape.gradient of the output)."""
+    plain = load_case({"name": "c", "expr": "x * x", "inputs": {"x": [1.0, 2.0]}})
+    pinned = load_case(
+        {"name": "c", "expr": "x * x", "inputs": {"x": [1.0, 2.0]}, "expect": {"x": [2.0, 4.0]}}
+    )
+    said = load_case(
+        {"name": "c", "expr": "x * x", "inputs": {"x": [1.0, 2.0]}, "cotangent": "ones"}
+    )
+    assert isinstance(plain, Case) and isinstance(pinned, Case) and isinstance(said, Case)
+    assert not np.all(plain.cotangent == 1.0)
+    np.testing.assert_array_equal(pinned.cotangent, [1.0, 1.0])
+    np.testing.assert_array_equal(said.cotangent, [1.0, 1.0])
 
 
 def test_expect_is_float64(good):

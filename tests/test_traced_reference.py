@@ -98,6 +98,7 @@ def test_a_gradient_at_an_intermediate_node_is_never_traced(trace_soon: None) ->
             "name": "c",
             "expr": "h = exp(x)\nsum(h * 2.0)",
             "dtype": "float64",
+            "cotangent": "ones",
             "inputs": {"x": {"shape": [3]}},
             "wrt": ["x", "h"],
         }

@@ -117,7 +117,8 @@ class CaseReader:
             expression = problems.check(self._expression, raw, sources, dtype)
         if expression is not FAILED:
             wrt = problems.check(_wrt, raw, expression, sources)
-            cotangent = problems.check(_output_cotangent, settings, expression, seed, dtype)
+            pinned = "expect" in raw  # pinned gradients: ones, as tape.gradient gives
+            cotangent = problems.check(_output_cotangent, settings, expression, seed, dtype, pinned)
         if wrt is not FAILED:
             expect = problems.check(_expect, raw, expression, wrt, self.max_elements)
         description = problems.check(_string, raw, "description") if "description" in raw else None
@@ -352,9 +353,12 @@ def _wrt(raw: Map, expression: Expression, inputs: Mapping[str, Any]) -> list[st
     return list(wrt)
 
 
-def _output_cotangent(settings: Settings, expression: Expression, seed: int, dtype: str) -> Source:
-    """The cotangent setting made an array (or a random one's spec) of the output's shape."""
-    cotangent, line = settings.get("cotangent", ("ones", 0))
+def _output_cotangent(
+    settings: Settings, expression: Expression, seed: int, dtype: str, pinned: bool
+) -> Source:
+    """The cotangent setting made an array (or a random one's spec) of the output's shape;
+    by default random (SPEC §2), ones where the case pins `expect`."""
+    cotangent, line = settings.get("cotangent", ("ones" if pinned else "random", 0))
     shape = expression.output.shape
     if isinstance(cotangent, Given):
         if cotangent.shape != shape:

@@ -108,7 +108,7 @@ class RandomSpec:
 @dataclass(frozen=True)
 class Given:
     """An array the case gives: a literal's numbers (flat, in C order), an array passed
-    to `load_case`, or one number for every element (the default cotangent of ones).
+    to `load_case`, or one number for every element (a cotangent of ones).
     Drawn, as a `RandomSpec` is, as an array of the case's dtype."""
 
     shape: tuple[int, ...]

@@ -59,8 +59,9 @@ def case_file_schema() -> dict[str, Any]:
         "dtype": {"enum": list(DTYPES), "default": "float64"},
         "cotangent": {
             "anyOf": [{"enum": list(COTANGENTS)}, array],
-            "default": "ones",
-            "description": "ones, random (seeded normal) or an array of the output's shape.",
+            "default": "random",
+            "description": "random (seeded normal; ones where the case pins expect), ones "
+            "(the gradient of the output's sum) or an array of the output's shape.",
         },
         "tolerance": {
             "type": "object",

@@ -1,6 +1,6 @@
 """`gradcheck check`: one expression from the command line, no case file.
 
-    gradcheck check "tanh(x @ w)" -i x=3,4 -i w=4,2 --engine my.py --cotangent random
+    gradcheck check "tanh(x @ w)" -i x=3,4 -i w=4,2 --engine my.py --cotangent ones
 
 The case is built from a mapping of case-file keys by the loader that reads case
 files (`cases.loader.load_case`), so it is validated, and its problems are worded,
@@ -53,7 +53,8 @@ def check(
     ],
     dtype: Annotated[str | None, typer.Option(help="float64 (default), float32, ...")] = None,
     cotangent: Annotated[
-        str | None, typer.Option(help="ones (default) or random (far more sensitive).")
+        str | None,
+        typer.Option(help="random (default: seeded normal, far more sensitive) or ones."),
     ] = None,
     wrt: Annotated[
         list[str] | None,

@@ -271,9 +271,9 @@ cases:
   - name: square_by_mul_sum_axis
     description: >-
       x is used twice, so its gradient must add up both uses (2 * x * g), and the sum
-      runs over one axis; a random cotangent checks every output element on its own
+      runs over one axis; the cotangent, random by default, checks every output element
+      on its own
     expr: sum(x * x, axis=1)
     inputs:
       x: {{shape: [2, 3]}}
-    cotangent: random
 """
