@@ -6,6 +6,7 @@ The generator's properties are themselves tested with Hypothesis, over its own s
 
 from __future__ import annotations
 
+import io
 import math
 from collections import Counter
 from pathlib import Path
@@ -371,7 +372,33 @@ def test_usage_errors_name_the_problem():
         supported_ops(_engine("matmul-only"), ["matmul", "add"])
     with pytest.raises(UsageError, match="dtype 'float8'"):
         fuzz_engine(BuiltinEngine, dtypes=["float8"], budget=Budget(1))
-    assert supported_ops(_engine("matmul-only")) == ("matmul",)
+    assert supported_ops(_engine("matmul-only")).ops == ("matmul",)
+    with pytest.raises(UsageError, match=r"cannot fuzz exp .* only raises NotImplementedError"):
+        supported_ops(StubbedExp, ["exp", "add"])
+
+
+class StubbedExp(BuiltinEngine):
+    """The builtin engine with exp left as init-engine writes a method: a stub."""
+
+    def exp(self, x):
+        """exp(x) -> tf.exp: e ** x."""
+        raise NotImplementedError
+
+
+def test_an_engine_s_stubs_are_left_out_of_generation_and_listed():
+    """SPEC §10: an op whose method only raises NotImplementedError is not generated (every
+    case using it would be an error, not a bug) and is listed as not implemented."""
+    from rich.console import Console
+
+    from gradcheck.fuzzing.report import fuzz_to_dict, render_fuzz
+
+    run = fuzz_engine(StubbedExp, ops=None, budget=Budget(30), seed=1)
+    assert "exp" not in run.ops and "log" in run.ops and run.not_implemented == ("exp",)
+    assert run.bugs == [] and "exp" not in run.search.coverage.ops
+    assert fuzz_to_dict(run, tool_version="t")["not_implemented"] == ["exp"]
+    console = Console(file=io.StringIO(), width=200)
+    render_fuzz(run, console)
+    assert "not implemented (NotImplementedError), left out: exp" in console.file.getvalue()
 
 
 def _engine(name: str):

@@ -38,7 +38,9 @@ from .generate import DEFAULT_DTYPES, DEFAULT_MAX_OPS, DEFAULT_MAX_RANK, Space
 from .output import FIRST_CASE_LINE, case_data, case_file_text, write_case_file
 from .search import Budget, BugKey, Finding, Progress, SearchResult, bug_key
 
-__all__ = ["Budget", "FoundBug", "FuzzRun", "Progress", "fuzz_engine", "supported_ops"]
+__all__ = [
+    "Budget", "FoundBug", "FuzzRun", "Progress", "Supported", "fuzz_engine", "supported_ops"
+]  # fmt: skip
 
 
 @dataclass
@@ -67,6 +69,7 @@ class FuzzRun:
     bugs: list[FoundBug]
     engine_origin: str | None = None  # where the engine was set, as `RunResult.engine_origin`
     config: str | None = None  # the config file read, as `RunResult.config`
+    not_implemented: tuple[str, ...] = ()  # stubs raising NotImplementedError, left out
 
     @property
     def exit_code(self) -> int:
@@ -74,32 +77,51 @@ class FuzzRun:
         return 1 if self.bugs else 0
 
 
+@dataclass(frozen=True)
+class Supported:
+    """What a fuzz run generates from, and the engine's stubs (SPEC §10: methods whose body
+    only raises NotImplementedError, as init-engine writes them), left out and listed."""
+
+    ops: tuple[str, ...]
+    stubs: tuple[str, ...] = ()
+
+
 def supported_ops(
     factory: EngineFactory, only: Sequence[str] | None = None, reference: str = "tensorflow"
-) -> tuple[str, ...]:
-    """The registry's ops the engine has a method for and the reference can judge (a user
-    op without a TensorFlow builder needs the numeric reference); those of `only`, which
-    must be such ops."""
+) -> Supported:
+    """The registry's ops the engine implements (a method that is no stub) and the
+    reference can judge (a user op without a TensorFlow builder needs the numeric
+    reference); those of `only`, which must be such ops."""
+    from ..diagnosis.run.report_card import coverage
+
     try:
         engine = call_engine("creating the engine", factory)
     except EngineFailure as failure:
         raise UsageError(f"cannot fuzz: {failure.message}") from None
+    stubs = coverage(engine, list(all_ops())).stubs
     # An op whose first parameter is integer (one_hot) cannot take the float value a
     # program grows from; its output is a constant anyway, with nothing to check.
     implemented = [
         op.name
         for op in all_ops()
         if callable(getattr(engine, op.name, None))
+        and op.name not in stubs
         and (op.tf or reference == "numeric")
         and op.params[0] not in op.integer
     ]
     if only is None:
         if not implemented:
             raise UsageError("the engine has a method for none of gradcheck's ops")
-        return tuple(implemented)
+        return Supported(tuple(implemented), tuple(stubs))
     unknown = [name for name in only if not has_op(name)]
     if unknown:
         raise UsageError(f"unknown op {unknown[0]!r} in --ops (see `gradcheck ops`)")
+    stubbed = [name for name in only if name in stubs]
+    if stubbed:
+        raise UsageError(
+            f"cannot fuzz {', '.join(stubbed)} (asked in --ops): the engine's method only "
+            "raises NotImplementedError"
+        )
     missing = [name for name in only if name not in implemented]
     if missing:
         raise UsageError(
@@ -108,7 +130,7 @@ def supported_ops(
         )
     if not only:
         raise UsageError("--ops names no op")
-    return tuple(name for name in implemented if name in only)  # in the registry's order
+    return Supported(tuple(name for name in implemented if name in only))  # registry order
 
 
 def fuzz_engine(
@@ -133,9 +155,9 @@ def fuzz_engine(
     budget = budget or Budget()
     options = options or RunOptions()
     try:
-        ops = supported_ops(factory, ops, options.reference)
+        supported = supported_ops(factory, ops, options.reference)
         conventions = frozenset(getattr(factory, "conventions", None) or ())
-        space = Space(ops, tuple(dtypes), max_ops, max_rank, conventions)
+        space = Space(supported.ops, tuple(dtypes), max_ops, max_rank, conventions)
     except ValueError as e:
         raise UsageError(str(e)) from None
     found = search.run(
@@ -151,6 +173,7 @@ def fuzz_engine(
         bugs=bugs,
         engine_origin=options.engine_origin,
         config=options.config,
+        not_implemented=supported.stubs,
     )
 
 

@@ -73,6 +73,9 @@ def _render_fuzz(run: FuzzRun, console: Console, quiet: bool) -> None:
         console.print()
     if not quiet:
         console.print(coverage_table(run))
+    if run.not_implemented:
+        left_out = ", ".join(run.not_implemented)
+        console.print(Text(f"not implemented (NotImplementedError), left out: {left_out}"))
     console.print(Text(summary_line(run), style="bold red" if run.bugs else "bold green"))
 
 
@@ -146,6 +149,7 @@ def fuzz_to_dict(run: FuzzRun, *, tool_version: str) -> dict[str, Any]:
         "reference": run.reference,
         "seed": run.seed,
         "ops": list(run.ops),
+        "not_implemented": list(run.not_implemented),
         "summary": {
             "bugs": len(run.bugs),
             "examples": result.examples,
