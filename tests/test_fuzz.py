@@ -98,7 +98,7 @@ def test_a_written_case_file_reads_back_as_the_checked_case(example, tmp_path_fa
     program_case = example.case
     finding = _finding_of(example)
     path = tmp_path_factory.mktemp("out") / "case.yaml"
-    path.write_text(case_file_text(finding, seed=3, engine=None, path=str(path)))
+    path.write_text(case_file_text(finding, seed=3, options="", path=str(path)))
     (read,) = load_file(path)
     assert isinstance(read, Case), read
     assert read.expr == program_case.expr

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from pathlib import Path
 
 import pytest
@@ -221,10 +222,20 @@ def test_fuzzing_a_user_op_loaded_with_ops(tmp_path):
     assert clean.exit_code == 0, clean.output
     assert json.loads(clean.stdout)["ops"] == ["add", "smooth_relu"]
     found = fuzz("--engine", "wrong.py", "--ops", ops_file, "--ops", "smooth_relu",
-                 "--max-examples", "40", "--seed", "1", "--format", "json")  # fmt: skip
+                 "--reference", "numeric", "--max-examples", "40", "--seed", "1",
+                 "--format", "json")  # fmt: skip
     assert found.exit_code == 1, found.output
     (bug,) = json.loads(found.stdout)["bugs"]
     assert bug["op"] == "smooth_relu" and "smooth_relu(x)" in bug["case"]["expr"]
+    # SPEC §10: the printed command runs as printed, carrying --ops and --reference.
+    (command,) = [line for line in bug["case_file"].splitlines() if "gradcheck run" in line]
+    words = shlex.split(command.lstrip("# "))
+    assert words[:2] == ["gradcheck", "run"] and "--ops" in words and "numeric" in words
+    Path(words[2]).write_text(bug["case_file"])
+    again = run(*words[2:], "--format", "json")
+    assert again.exit_code == 1, again.output
+    (case,) = json.loads(again.stdout)["cases"]
+    assert case["status"] == "failed" and case["hints"][0]["op"] == "smooth_relu"
 
 
 def test_a_case_file_found_from_python_names_the_engine_class(tmp_path):

@@ -35,7 +35,13 @@ from ..results import CaseResult
 from ..runner import RunOptions, check_case
 from . import search
 from .generate import DEFAULT_DTYPES, DEFAULT_MAX_OPS, DEFAULT_MAX_RANK, Space
-from .output import FIRST_CASE_LINE, case_data, case_file_text, write_case_file
+from .output import (
+    FIRST_CASE_LINE,
+    case_data,
+    case_file_text,
+    reproduce_options,
+    write_case_file,
+)
 from .search import Budget, BugKey, Finding, Progress, SearchResult, bug_key
 
 __all__ = [
@@ -196,15 +202,16 @@ def _found_bug(
 ) -> FoundBug:
     """Write the finding's case (if `out`) and check it again as it reads from there; a
     write that fails keeps the finding, its case file printed instead."""
+    reproduce = reproduce_options(finding, engine_spec, options.reference)
     path, unwritten = None, None
     if out is not None:
         try:
-            path = write_case_file(finding, out, seed=seed, engine=engine_spec)
+            path = write_case_file(finding, out, seed=seed, options=reproduce)
         except OSError as e:
             unwritten = f"--out {out}: {e.strerror or e}"
     if path is None:
         shown = f"{case_data(finding)['name']}.yaml"
-        text = case_file_text(finding, seed=seed, engine=engine_spec, path=shown)
+        text = case_file_text(finding, seed=seed, options=reproduce, path=shown)
         case = load_case(case_data(finding), file="<fuzz>", line=FIRST_CASE_LINE)
     else:
         text = path.read_text(encoding="utf-8")

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from ..ops.user import ops_files_declaring
 from ..util.atomic import write_atomic
 from .search import BugKey, Finding, describe
 
@@ -32,18 +34,19 @@ def case_data(finding: Finding) -> dict[str, Any]:
     return {**finding.example.data, "name": case_name(finding.key)}
 
 
-def case_file_text(finding: Finding, *, seed: int, engine: str | None, path: str) -> str:
+def case_file_text(finding: Finding, *, seed: int, options: str, path: str) -> str:
+    """The case file; `options` are what `gradcheck run` needs beside the file to check
+    the case as the fuzzer did (`reproduce_options`)."""
     data = case_data(finding)
     result = finding.result
     said = f"{describe(finding.key)}: {result.hints[0].message}" if result.hints else ""
-    engine_option = f" --engine {engine}" if engine else ""
     found = plural(finding.after_examples, "example")
     lines = [
         f"# Found by gradcheck fuzz (--seed {seed}) after {found}, "
         f"shrunk in {plural(finding.shrink_steps, 'step')}.",
         f"# {_one_line(said or f'{result.status}: {result.message}')}",
         "# Reproduce:",
-        f"#   gradcheck run {path}{engine_option}",
+        f"#   gradcheck run {shlex.quote(path)}{' ' if options else ''}{options}",
         "cases:",
         f"  - name: {data['name']}",
         *_field("expr", data["expr"]),
@@ -57,11 +60,22 @@ def case_file_text(finding: Finding, *, seed: int, engine: str | None, path: str
     return "\n".join(lines) + "\n"
 
 
-def write_case_file(finding: Finding, out: Path, *, seed: int, engine: str | None) -> Path:
+def write_case_file(finding: Finding, out: Path, *, seed: int, options: str) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{case_name(finding.key)}.yaml"
-    write_atomic(path, case_file_text(finding, seed=seed, engine=engine, path=str(path)))
+    write_atomic(path, case_file_text(finding, seed=seed, options=options, path=str(path)))
     return path
+
+
+def reproduce_options(finding: Finding, engine: str | None, reference: str) -> str:
+    """SPEC §10: every option `gradcheck run FILE` needs to check the case as the fuzzer
+    did: the engine, the ops files declaring the user ops the case uses, the reference."""
+    used = {n.op.name for n in finding.example.case.expression.op_nodes if n.op is not None}
+    parts = [("--engine", engine)] if engine else []
+    parts += [("--ops", path) for path in ops_files_declaring(used)]
+    if reference != "tensorflow":
+        parts.append(("--reference", reference))
+    return " ".join(f"{option} {shlex.quote(value)}" for option, value in parts)
 
 
 def _field(key: str, text: str) -> list[str]:

@@ -168,6 +168,18 @@ def forget_ops_files(paths: Iterable[str | os.PathLike[str]]) -> None:
             registry._REGISTRY.pop(declared.name, None)
 
 
+def ops_files_declaring(names: Iterable[str]) -> list[str]:
+    """The loaded ops files that declared any of these ops, relative to the working folder
+    where inside it (the `--ops` a command needs for them)."""
+    wanted, found = set(names), []
+    for path, ops in _LOADED.items():
+        if wanted & {op.name for op in ops}:
+            with contextlib.suppress(ValueError):
+                path = path.relative_to(Path.cwd().resolve())
+            found.append(str(path))
+    return found
+
+
 def loaded_ops_files() -> tuple[str, ...]:
     """The ops files loaded so far in this process: what a worker loads before the engine."""
     return tuple(str(path) for path in _LOADED)
