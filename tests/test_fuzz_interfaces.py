@@ -238,6 +238,39 @@ def test_fuzzing_a_user_op_loaded_with_ops(tmp_path):
     assert case["status"] == "failed" and case["hints"][0]["op"] == "smooth_relu"
 
 
+UNBUILDABLE_OP = """\
+import numpy as np
+
+import gradcheck
+
+
+def _no_kernel(tf, x):
+    raise ValueError("no kernel for this op here")
+
+
+@gradcheck.op(shape=gradcheck.same_shape, vjps=[lambda g, ans, x: g * np.cos(x)], tf=_no_kernel)
+def wavy(x):
+    \"\"\"sin(x), whose TensorFlow builder always raises\"\"\"
+    return np.sin(x)
+"""
+WRONG_WAVY = WRONG_SMOOTH_RELU.replace("smooth_relu", "wavy")
+
+
+def test_a_case_the_reference_cannot_compute_is_counted_apart_never_a_bug(tmp_path):
+    """SPEC §10: where the engine differs from the builtin engine but the reference fails,
+    the generator is to blame (a domain to tighten): counted apart, exit 0, no bug."""
+    (tmp_path / "wavy_ops.py").write_text(UNBUILDABLE_OP)
+    (tmp_path / "wrong.py").write_text(WRONG_WAVY)
+    result = fuzz("--engine", "wrong.py", "--ops", "wavy_ops.py", "--ops", "wavy",
+                  "--max-examples", "20", "--seed", "1", "--format", "json")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["bugs"] == [] and report["summary"]["reference_failed"] >= 10
+    text = fuzz("--engine", "wrong.py", "--ops", "wavy_ops.py", "--ops", "wavy",
+                "--max-examples", "20", "--seed", "1")  # fmt: skip
+    assert "the reference could not compute (the generator's)" in " ".join(text.stdout.split())
+
+
 def test_a_case_file_found_from_python_names_the_engine_class(tmp_path):
     from gradcheck.engines.builtin.engine import BuiltinEngine
 

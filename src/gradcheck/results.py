@@ -152,6 +152,7 @@ class CaseResult:
     engine_dtype: str | None = None  # the dtype the engine returned its results in
     unsupported_ops: list[str] = field(default_factory=list)  # the ops that made it unsupported
     captured: str = ""  # what the engine printed during the case (stdout and stderr), capped
+    reference_failed: bool = False  # an error of the reference's, not the engine's
     modes: list[str] = field(default_factory=lambda: ["rev"])  # what the case asked for ...
     order: int = 1
     # ... and beyond reverse mode's `inputs`: per input, the JVP along its tangent, and its

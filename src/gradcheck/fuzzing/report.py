@@ -114,6 +114,7 @@ def summary_line(run: FuzzRun) -> str:
             (result.skipped, "unsupported"),
             (result.unconfirmed, "differed from the builtin engine only"),
             (result.rounding, "off by rounding only"),
+            (result.reference_failed, "the reference could not compute (the generator's)"),
         )
         if n
     ]
@@ -158,6 +159,7 @@ def fuzz_to_dict(run: FuzzRun, *, tool_version: str) -> dict[str, Any]:
             "skipped": result.skipped,
             "unconfirmed": result.unconfirmed,
             "rounding": result.rounding,
+            "reference_failed": result.reference_failed,
             "stopped": result.stopped,
             "duration_s": round(result.duration_s, 3),
         },

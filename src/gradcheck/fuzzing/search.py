@@ -89,6 +89,8 @@ class SearchResult:
     skipped: int  # the engine raised NotImplementedError for them
     unconfirmed: int  # differed from the builtin engine, but the reference agreed with the engine
     rounding: int  # failed by a few ulps only (top hint `precision`)
+    # the reference could not compute them: the generator's problem (a domain to tighten)
+    reference_failed: int
     coverage: Coverage
     duration_s: float
     # "max-examples", "time", "max-bugs", "exhausted" (nothing new to draw) or "interrupted"
@@ -130,6 +132,7 @@ class _Search:
     skipped: int = 0
     unconfirmed: int = 0
     rounding: int = 0
+    reference_failed: int = 0
     # the bug this round shrinks, and since when
     target: BugKey | None = None
     target_since: float = 0.0
@@ -198,6 +201,9 @@ class _Search:
         if agrees:
             return _Outcome(None)
         result = check_case(example.case, self.factory, self.options)
+        if result.reference_failed:  # SPEC §10: never a bug of the engine
+            self.reference_failed += 1
+            return _Outcome(None, result)
         if result.status in ("passed", "skipped"):
             self.unconfirmed += 1
             return _Outcome(None, result)
@@ -243,6 +249,7 @@ def run(
         skipped=run.skipped,
         unconfirmed=run.unconfirmed,
         rounding=run.rounding,
+        reference_failed=run.reference_failed,
         coverage=run.coverage,
         duration_s=time.monotonic() - run.started,
         stopped=stopped,

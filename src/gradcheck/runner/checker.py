@@ -138,6 +138,7 @@ class Checker:
         except EngineFailure as failure:
             message = f"the {kind} reference could not be computed: {failure.message}"
             error(result, message, failure.traceback_tail)
+            result.reference_failed = True
             return self._done(result, ticket, started)
         reverse = "vjp" in ticket.checks
         stale: list[str] = []
