@@ -24,6 +24,7 @@ from pathlib import Path
 
 from ..cases.loader import load_case, load_file
 from ..cases.model import Case
+from ..diagnosis.run.report_card import coverage
 from ..engines.driver import EngineFailure, call_engine
 from ..engines.loading import engine_name
 from ..engines.protocol import EngineFactory
@@ -98,8 +99,6 @@ def supported_ops(
     """The registry's ops the engine implements (a method that is no stub) and the
     reference can judge (a user op without a TensorFlow builder needs the numeric
     reference); those of `only`, which must be such ops."""
-    from ..diagnosis.run.report_card import coverage
-
     try:
         engine = call_engine("creating the engine", factory)
     except EngineFailure as failure:

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..cases.inputs import draw_all
 from ..cases.model import Case
 from ..expression import Node
 from ..ops import broadcast_shapes
@@ -107,7 +106,7 @@ def _index_features(node: Node, case: Case) -> set[str]:
     found: set[str] = set()
     for param, arg in zip(op.params, node.args, strict=False):
         if param in op.integer and arg.name in case.inputs:
-            values = draw_all({arg.name: case.inputs[arg.name]})[arg.name].ravel()
+            values = case.inputs[arg.name].ravel()  # the case's arrays, drawn
             found.add("indices")
             if len(set(values.tolist())) < values.size:
                 found.add("repeated index")

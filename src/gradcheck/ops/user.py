@@ -171,13 +171,8 @@ def forget_ops_files(paths: Iterable[str | os.PathLike[str]]) -> None:
 def ops_files_declaring(names: Iterable[str]) -> list[str]:
     """The loaded ops files that declared any of these ops, relative to the working folder
     where inside it (the `--ops` a command needs for them)."""
-    wanted, found = set(names), []
-    for path, ops in _LOADED.items():
-        if wanted & {op.name for op in ops}:
-            with contextlib.suppress(ValueError):
-                path = path.relative_to(Path.cwd().resolve())
-            found.append(str(path))
-    return found
+    wanted = set(names)
+    return [_shown(path) for path, ops in _LOADED.items() if wanted & {op.name for op in ops}]
 
 
 def loaded_ops_files() -> tuple[str, ...]:
@@ -190,10 +185,14 @@ def loaded_ops_files() -> tuple[str, ...]:
 
 def _origin(frame: Any) -> str:
     """``file:line`` of the declaration, the file relative to the working folder if inside."""
-    file = frame.f_code.co_filename
+    return f"{_shown(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+def _shown(file: str | Path) -> str:
+    """A file as messages name it: relative to the working folder where inside it."""
     with contextlib.suppress(ValueError, OSError):
-        file = str(Path(file).resolve().relative_to(Path.cwd().resolve()))
-    return f"{file}:{frame.f_lineno}"
+        return str(Path(file).resolve().relative_to(Path.cwd().resolve()))
+    return str(file)
 
 
 def _parameters(
