@@ -23,6 +23,7 @@ from gradcheck.expression import ExpressionError, parse
 from gradcheck.fuzzing.domain import dominant
 from gradcheck.fuzzing.generate import Space, examples
 from gradcheck.fuzzing.program import Apply, Leaf
+from gradcheck.fuzzing.search import seed_alone
 from gradcheck.references.computed import computed_reference
 from gradcheck.runner import RunOptions, run
 from test_fuzz import PROPERTY
@@ -216,17 +217,34 @@ def test_the_fuzzer_makes_a_fresh_matrix_dominant_and_reaches_every_solver():
     @PROPERTY
     @given(example=examples(Space(SOLVERS, max_ops=2)))
     def collect(example):
-        node = example.program.output
-        while isinstance(node, Apply):
+        used: set[int] = set()  # leaves an op took before: made dominant only at first use
+        for node in _applications(example.program.output):
             seen.add(node.op.name)
-            leaves = [a for a in node.args if isinstance(a, Leaf)]
-            for leaf in leaves[: 1 if node.op.conditioned or node.op.symmetric else 0]:
-                m = np.array(leaf.values).reshape(leaf.shape)
-                assert dominant(m, symmetric=bool(node.op.symmetric)), node.op.name
-            node = next((a for a in node.args if isinstance(a, Apply)), None)
+            inverted = (*node.op.conditioned, *node.op.symmetric)
+            for param, arg in zip(node.op.params, node.args, strict=False):
+                if param in inverted and isinstance(arg, Leaf) and id(arg) not in used:
+                    m = np.array(arg.values).reshape(arg.shape)
+                    assert dominant(m, symmetric=param in node.op.symmetric), node.op.name
+            used |= {id(a) for a in node.args if isinstance(a, Leaf)}
 
-    collect()
+    with seed_alone():  # the draws from the seed alone, whatever literals gradcheck holds
+        collect()
     assert {"inv", "det", "solve", "cholesky", "triangular_solve", "einsum", "tensordot"} <= seen
+
+
+def _applications(output: Apply) -> list[Apply]:
+    """A program's op applications, each after its arguments (the order they were drawn)."""
+    order: list[Apply] = []
+    stack: list[tuple[Apply, bool]] = [(output, False)]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            if node not in order:  # a value used twice is drawn once
+                order.append(node)
+            continue
+        stack.append((node, True))
+        stack.extend((a, False) for a in reversed(node.args) if isinstance(a, Apply))
+    return order
 
 
 # -- the stock adapters pass the shipped cases ---------------------------------------------

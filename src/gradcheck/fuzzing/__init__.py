@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ..cases.loader import load_case, load_file
 from ..cases.model import Case
-from ..diagnosis.run.report_card import coverage
+from ..diagnosis.run.report_card import coverage as engine_coverage
 from ..engines.driver import EngineFailure, call_engine
 from ..engines.loading import engine_name
 from ..engines.protocol import EngineFactory
@@ -103,7 +103,8 @@ def supported_ops(
         engine = call_engine("creating the engine", factory)
     except EngineFailure as failure:
         raise UsageError(f"cannot fuzz: {failure.message}") from None
-    stubs = coverage(engine, list(all_ops())).stubs
+    # engine_coverage, not coverage: the submodule fuzzing.coverage takes that name here.
+    stubs = engine_coverage(engine, list(all_ops())).stubs
     # An op whose first parameter is integer (one_hot) cannot take the float value a
     # program grows from; its output is a constant anyway, with nothing to check.
     implemented = [

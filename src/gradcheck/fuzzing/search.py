@@ -239,7 +239,7 @@ def run(
     """Fuzz the engine `factory` makes over `space`: every bug found, each shrunk."""
     run = _Search(factory, budget, options, on_progress)
     seeds = random.Random(seed)
-    with _seed_alone():
+    with seed_alone():
         stopped = _rounds(run, space, budget, seeds)
     return SearchResult(
         findings=list(run.found.values()),
@@ -283,7 +283,7 @@ def _rounds(run: _Search, space: Space, budget: Budget, seeds: random.Random) ->
 
 
 @contextlib.contextmanager
-def _seed_alone() -> Iterator[None]:
+def seed_alone() -> Iterator[None]:
     """Draw from the seed alone. Hypothesis now and then draws a literal found in the
     source of any loaded module outside the standard library and site-packages (its
     "local constants"): gradcheck's own when installed in development mode, the user's
