@@ -6,7 +6,7 @@ its fault only; the correct code path in
 `engines/builtin.py` never branches on a fault. When an engine fails a case, the
 faults relevant to it (`relevant_faults`) are run, and every one that reproduces the
 engine's numbers becomes a `fault:<name>` hint (`fault_hint`) of confidence `exact`.
-The catalogue itself is `catalogue.py`.
+The catalogue itself is `catalogue/`, one module per op family.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """What a catalogue entry is (`Fault`), and the wrong rules the entries plant.
 
-`catalogue.py` is the table of faults; the rules too long for a lambda in its rows live
-here: the wrong unbroadcast steps (`Fault.reduce`) and the wrong VJPs that several
-entries or ops share. Each is the buggy code as an engine would have written it.
+`catalogue/` is the table of faults (a module per op family); the rules too long for a
+lambda in its rows live here: the wrong unbroadcast steps (`Fault.reduce`) and the wrong
+VJPs that several entries or ops share. Each is the buggy code as an engine would have written it.
 """
 
 from __future__ import annotations
