@@ -34,6 +34,7 @@ import numpy as np
 import pytest
 import yaml
 
+from fault_cases_norms import NORM_CASES
 from gradcheck.cases import Case, load_file
 from gradcheck.comparison.compare import compare
 from gradcheck.diagnosis.faults.planted import CATALOGUE, FAULTS, Fault, FaultyEngine
@@ -131,6 +132,7 @@ FAULT_CASES: dict[str, dict] = {
     "backprop.no-accumulate": {"expr": "h = exp(x)\nh * sin(h)", "inputs": {"x": normal(2, 3)}},
     "backprop.traversal-order": {"expr": "h = exp(x)\nh + sin(h)", "inputs": {"x": normal(2, 3)}},
     "backprop.no-upstream": {"expr": "sin(exp(x))", "inputs": {"x": normal(2, 3)}},
+    **NORM_CASES,
 }
 
 
