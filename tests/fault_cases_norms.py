@@ -38,9 +38,14 @@ NORM_CASES: dict[str, dict] = {
         "expr": "clip(x, -1.0, 1.5) * w",
         "inputs": {"x": [-2.0, -0.5, 0.25, 1.25, 3.0], "w": {"shape": [5]}},
     },
+    "clip.bounds-swapped": {
+        "expr": "clip(x, -1.0, 1.5) * w",
+        "inputs": {"x": [-2.0, -0.5, 0.25, 1.25, 3.0], "w": {"shape": [5]}},
+    },
     "inv.untransposed": {"expr": "inv(x)", "inputs": {"x": MATRIX}},
     "inv.elementwise": {"expr": "inv(x)", "inputs": {"x": MATRIX}},
     "solve.untransposed": {"expr": "solve(a, b)", "inputs": {"a": MATRIX, "b": {"shape": [3, 2]}}},
+    "solve.a-dropped": {"expr": "solve(a, b)", "inputs": {"a": MATRIX, "b": {"shape": [3, 2]}}},
     "cholesky.triangular": {"expr": "cholesky(s)", "inputs": {"s": SPD}},
     "einsum.repeated-index-ones": {
         "expr": 'einsum("ii->i", x)',

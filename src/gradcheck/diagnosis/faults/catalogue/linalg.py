@@ -54,6 +54,14 @@ FAULTS: tuple[Fault, ...] = (
         seen="HIPS/autograd#23",
     ),
     Fault(
+        "solve.a-dropped",
+        "solve's VJP gives the matrix a no gradient: only the right side b is differentiated",
+        "a's VJP is `-(np.linalg.solve(np.swapaxes(a, -1, -2), g) @ np.swapaxes(y, -1, -2))`",
+        vjps={(op, 0): lambda g, ans, a, b, **attrs: np.zeros_like(a)
+              for op in ("solve", "triangular_solve")},
+        seen="tensor4all/tenferro-rs#772",
+    ),
+    Fault(
         "cholesky.triangular",
         "cholesky's VJP is the lower-triangular gradient of a routine that reads one "
         "triangle, not the symmetrised one TensorFlow gives for the symmetric input",

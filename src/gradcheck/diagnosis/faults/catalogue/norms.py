@@ -130,5 +130,13 @@ FAULTS: tuple[Fault, ...] = (
         vjps={("clip", 0): lambda g, ans, x, lo, hi: g},
         seen="tensorflow/tensorflow#44333",
     ),
+    Fault(
+        "clip.bounds-swapped",
+        "clip's VJP tests the bounds the wrong way round, (x <= lo) & (x >= hi), a mask "
+        "empty for lo < hi: no gradient passes anywhere",
+        "pass it where x is inside: `g * ((x >= lo) & (x <= hi))`",
+        vjps={("clip", 0): lambda g, ans, x, lo, hi: g * ((x <= lo) & (x >= hi))},
+        seen="tenstorrent/tt-metal#48201",
+    ),
 )
 # fmt: on
