@@ -46,6 +46,16 @@ NORM_CASES: dict[str, dict] = {
     "inv.elementwise": {"expr": "inv(x)", "inputs": {"x": MATRIX}},
     "solve.untransposed": {"expr": "solve(a, b)", "inputs": {"a": MATRIX, "b": {"shape": [3, 2]}}},
     "solve.a-dropped": {"expr": "solve(a, b)", "inputs": {"a": MATRIX, "b": {"shape": [3, 2]}}},
+    # a batch as long as the matrices are wide, so that a.T (every axis reversed) has the
+    # shape a matrix transpose has and the fault gives numbers rather than raising
+    "triangular_solve.full-transpose": {
+        "expr": "triangular_solve(e + x, b)",
+        "inputs": {
+            "e": [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]],
+            "x": {"shape": [3, 3, 3], "init": "uniform", "low": -0.3, "high": 0.3},
+            "b": {"shape": [3, 3, 3]},
+        },
+    },
     "cholesky.triangular": {"expr": "cholesky(s)", "inputs": {"s": SPD}},
     "einsum.repeated-index-ones": {
         "expr": 'einsum("ii->i", x)',

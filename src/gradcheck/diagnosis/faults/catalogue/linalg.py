@@ -7,7 +7,7 @@ import numpy as np
 
 from ....ops.contractions import EINSUM, einsum_adjoint
 from ....ops.linalg import matrix_t
-from ....ops.solvers import SOLVE, _cholesky_vjp, _phi
+from ....ops.solvers import SOLVE, TRIANGULAR_SOLVE, _cholesky_vjp, _phi, _triangle
 from ..rules import Fault
 
 
@@ -15,6 +15,15 @@ def cholesky_triangular(g, ans, x):
     """The gradient of a cholesky that reads only the lower triangle, as finite differences
     of it give: the symmetric gradient folded onto that triangle (off-diagonal doubled)."""
     return _cholesky_vjp(g, ans, x) * (2 * _phi(x.shape[-1], g.dtype))
+
+
+def _tri_b_full_transpose(g, ans, a, b, lower):
+    return TRIANGULAR_SOLVE(np.transpose(a), g, lower=not lower)
+
+
+def _tri_a_full_transpose(g, ans, a, b, lower):
+    grad_b = _tri_b_full_transpose(g, ans, a, b, lower)
+    return -(grad_b @ np.transpose(ans)) * _triangle(a.shape[-1], lower, g.dtype)
 
 
 def einsum_ones_for_identity(g, ans, operands, i, equation):
@@ -60,6 +69,15 @@ FAULTS: tuple[Fault, ...] = (
         vjps={(op, 0): lambda g, ans, a, b, **attrs: np.zeros_like(a)
               for op in ("solve", "triangular_solve")},
         seen="tensor4all/tenferro-rs#772",
+    ),
+    Fault(
+        "triangular_solve.full-transpose",
+        "triangular_solve's VJP transposes with a.T, which reverses every axis, where only "
+        "the last two (the matrix's) must swap: on a batch it mixes the matrices",
+        "swap only the last two axes: `np.swapaxes(a, -1, -2)` and `np.swapaxes(y, -1, -2)`",
+        vjps={("triangular_solve", 0): _tri_a_full_transpose,
+              ("triangular_solve", 1): _tri_b_full_transpose},
+        seen="elixir-nx/nx#1778",
     ),
     Fault(
         "cholesky.triangular",
