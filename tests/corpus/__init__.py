@@ -63,11 +63,14 @@ CORRECT_ENGINES: list[str] = [
     "tests/corpus/tape_engine.py:Engine",
     "tests/corpus/closure_engine.py:Engine",
     "tests/corpus/tfop_engine.py:Engine",
+    "tests/corpus/linalg_engine.py:Engine",
 ]
 
 _TAPE = "tests/corpus/tape_bugs.py"
 _CLOSURE = "tests/corpus/closure_bugs.py"
 _TFOP = "tests/corpus/tfop_bugs.py"
+_LINALG = "tests/corpus/linalg_bugs.py"
+_NORMS_LINALG = f"{CASES}/norms_linalg.yaml"
 
 
 def _driver(engine: str, k: str, mechanism: str, node: str) -> Bug:
@@ -164,6 +167,28 @@ BUGS: list[Bug] = [
         "fault:reshape.no-reshape"),
     Bug(f"{_TFOP}:MatmulUntransposed", f"{CASES}/matmul.yaml", "square_2d",
         "fault:matmul.untransposed"),
+    # -- the catalogue faults of the norms, losses, clip and linear algebra (issue 25) -
+    *(Bug(f"{_LINALG}:{cls}", _NORMS_LINALG, k, f"fault:{fault}") for cls, k, fault in (
+        ("BatchNormConstantStatistics", "batch_norm_alone", "batch_norm.constant-statistics"),
+        ("BatchNormNoVarianceTerm", "batch_norm_alone", "batch_norm.no-variance-term"),
+        ("LayerNormMeanTwice", "layer_norm_alone", "layer_norm.mean-twice"),
+        ("CrossEntropySign", "soft_label", "softmax_cross_entropy.sign"),
+        ("CrossEntropyBatchDivided", "soft_label", "softmax_cross_entropy.batch-divided"),
+        ("CrossEntropySoftmaxAxis", "soft_label", "softmax_cross_entropy.softmax-axis"),
+        ("CrossEntropyLabelsConstant", "soft_label", "softmax_cross_entropy.labels-constant"),
+        ("SparseCrossEntropyBatchDivided", "sparse_cross_entropy",
+         "sparse_softmax_cross_entropy.batch-divided"),
+        ("ClipPassThrough", "clip_both_sides", "clip.pass-through"),
+        ("ClipBoundsSwapped", "clip_both_sides", "clip.bounds-swapped"),
+        ("InvUntransposed", "inv_alone", "inv.untransposed"),
+        ("InvElementwise", "inv_alone", "inv.elementwise"),
+        ("SolveUntransposed", "solve_alone", "solve.untransposed"),
+        ("SolveDropsMatrix", "solve_alone", "solve.a-dropped"),
+        ("TriangularSolveFullTranspose", "triangular_solve_batch",
+         "triangular_solve.full-transpose"),
+        ("CholeskyTriangular", "cholesky_alone", "cholesky.triangular"),
+        ("EinsumOnesForIdentity", "einsum_diagonal", "einsum.repeated-index-ones"),
+    )),
     # -- mechanisms (SPEC §6.1) of bugs the catalogue does not know, in three styles -
     Bug(f"{_TAPE}:TanhIgnoresUpstream", f"{CASES}/mechanisms.yaml", "tanh_times_other",
         "op-vjp", op="tanh", arg=0, mechanism="ignores-upstream"),
