@@ -8,6 +8,9 @@ no hint at all:
 * `closure_engine.py`: micrograd-style values with `_backward` closures;
 * `tfop_engine.py`: tensors and VJPs written with TensorFlow ops, like the seed question.
 
+A fourth, `linalg_engine.py`, is the tape engine with the norms, losses, clip, solvers and
+einsum, where the catalogue faults of those ops are planted (`linalg_bugs.py`).
+
 Every `Bug` is a small subclass of one of them with exactly one planted bug (its
 docstring says which), the corpus case that shows it, and the hint gradcheck must put
 first for that case: `fault:<name>` for the faults of gradcheck's catalogue, and for
