@@ -95,10 +95,11 @@ class FaultyEngine(BuiltinEngine):
 def fault_hint(fault: Fault, case: Case, spell: str, message: str | None = None) -> Hint:
     """The `fault:<name>` hint for a fault that reproduces the engine on `case`; the fix
     gets the TensorFlow spelling of the right rules for an engine that builds TF ops."""
-    # the fault's op that the case uses: a fault of two ops (max and min) names the one here
-    used = {n.op.name for n in case.expression.op_nodes if n.op is not None} & fault.ops
     op = fault.name.split(".")[0]
-    op = op if op in used or not used else min(used)
+    # a fault of two ops (max and min) names the one the case uses; a shared step's none
+    used = {n.op.name for n in case.expression.op_nodes if n.op is not None} & fault.ops
+    if op in fault.ops and op not in used and used:
+        op = min(used)
     nodes = [n.text for n in case.expression.op_nodes if n.op is not None and n.op.name == op]
     fix = fault.fix
     if spell == "tensorflow":
