@@ -37,6 +37,10 @@ class Hint:
     # the node's inputs ("a <= 0") for a region.
     mechanism: str | None = None
     region: str | None = None
+    # SPEC §6.1 `formula`: the rule the engine computes, recovered by probing, beside the
+    # op's right one, both in the rule texts' NumPy spelling.
+    got_rule: str | None = None
+    want_rule: str | None = None
     # Hints that are consequences of this one, folded into it ("also seen as ...").
     also: list[Hint] = field(default_factory=list)
 
@@ -47,7 +51,8 @@ class Hint:
             "fix": self.fix,
             "confidence": self.confidence,
         }
-        for key in ("mechanism", "op", "node", "arg", "region", "axes", "factor"):
+        keys = ("mechanism", "op", "node", "arg", "region", "axes", "factor", "got_rule")
+        for key in (*keys, "want_rule"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value

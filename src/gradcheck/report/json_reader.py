@@ -23,7 +23,8 @@ from ..results import (
     RunResult,
 )
 
-_HINT_FIELDS = ("op", "node", "arg", "axes", "factor", "mechanism", "region")
+_HINT_FIELDS = ("op", "node", "arg", "axes", "factor", "mechanism", "region", "got_rule")
+_HINT_FIELDS += ("want_rule",)
 
 
 class ReportError(ValueError):
