@@ -319,22 +319,22 @@ class Prober:
             return None
         if not self.check.same(factor * want64, got64):
             return None
-        # A factor that fits these inputs by accident (one element) fails on fresh ones.
+        # A factor that fits these inputs by accident (one element) fails on fresh ones;
+        # where none can be drawn (indices), the words say what the factor was seen on.
         holds = self.recovery.holds(arg, factor) if self.check.check in ("vjp", "jvp") else True
         if holds is False:
             return None
-        sure, where = ("exact", "") if holds else ("likely", " on this node's own inputs")
+        where = "" if holds else " on this node's own inputs (not probed on others)"
         if math.isclose(factor, -1.0, rel_tol=1e-6):
             return Finding(
                 "sign-flip",
                 f"has the wrong sign: it is minus the right VJP{where}",
                 "negate it",
-                sure,
                 factor=-1.0,
             )
         nice = nice_factor(factor)
         says = f"is {nice:g} times the right VJP{where}"
-        return Finding("scaled", says, f"remove the factor {nice:g}", sure, factor=nice)
+        return Finding("scaled", says, f"remove the factor {nice:g}", factor=nice)
 
     def _transposed(self, arg: int, want: np.ndarray, got: np.ndarray) -> Finding | None:
         if want.ndim < 2:
