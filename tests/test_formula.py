@@ -209,6 +209,20 @@ def test_the_hint_says_it_in_every_format(tmp_path):
     assert "g * (1 - y)" in line
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_a_float32_rule_is_recovered_and_a_float16_one_is_not_guessed(tmp_path, dtype):
+    """float32's rounding still tells `1 - y` from its neighbours; float16's does not,
+    and nothing is claimed."""
+    case = make_case(tmp_path, "tanh(x)", {"x": NORMAL}, dtype=dtype)
+    check = failing(case, planted("tanh", 0, lambda g, ans, x: g * (1 - ans)))
+    finding = Prober(check).find(0)
+    assert finding.mechanism == "formula"
+    if dtype == "float32":
+        assert (finding.got_rule, finding.confidence) == ("g * (1 - y)", "exact")
+    else:
+        assert finding.got_rule is None and finding.confidence == "likely"
+
+
 def test_the_catalogue_still_wins_where_a_variant_reproduces_the_node(tmp_path):
     case = make_case(tmp_path, "tanh(x)", {"x": NORMAL})
     check = failing(case, lambda: FaultyEngine(FAULTS["tanh.from-input"]))

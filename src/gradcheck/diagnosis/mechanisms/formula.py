@@ -68,8 +68,9 @@ class Recovery:
     # -- the probes --------------------------------------------------------------------
     @cached_property
     def family(self) -> str | None:
-        """ "elementwise", "reduction", "other" (probed at its own shapes, never searched),
-        or None: the op's inputs cannot be drawn afresh (indices, matrices it inverts)."""
+        """The op's kind: `elementwise` or `reduction` (searched), `other` (probed at its own
+        shapes, never searched), or None: its inputs cannot be drawn afresh (indices,
+        matrices it inverts), or the check is neither a VJP nor a JVP."""
         op = self.op
         if op is None or op.variadic or op.multi or op.integer or op.value_rule:
             return None
@@ -86,13 +87,11 @@ class Recovery:
         out = self._output_shape(shapes)
         if out is None or out != self.node.shape or not values:
             return False
-        hot = np.zeros(out)
-        hot.flat[int(self.rng.integers(hot.size))] = 1.0
+        hot = np.zeros(out, self._dtype)
+        hot.flat[int(self.rng.integers(hot.size))] = 1
         try:
-            if self.check.check == "jvp":
-                want = self.check.right({n: hot for n in values}, values)
-            else:
-                want = self.check.right(hot.astype(self.check.cotangent.dtype), values)
+            direction = {n: hot for n in values} if self.check.check == "jvp" else hot
+            want = self.check.right(direction, values)
         except (EngineFailure, Unsupported, ShapeError):
             return False
         return all(np.shape(w) == out and not (w * (hot == 0)).any() for w in want.grads.values())
@@ -153,11 +152,8 @@ class Recovery:
         the search and `HELD_OUT_ELEMENTS` held out; [] where the family has none."""
         if self.family is None:
             return []
-        size = max(1, math.prod(self.node.shape))
-        count = min(MAX_PROBES, max(MIN_SEARCH, -(-SEARCH_ELEMENTS // size)))
-        count += min(MAX_PROBES, max(MIN_HELD_OUT, -(-HELD_OUT_ELEMENTS // size)))
         probes = []
-        for k in range(count):
+        for k in range(self._count(SEARCH_ELEMENTS, MIN_SEARCH) + self.held_out):
             shapes = self._shapes(k, self.family)
             out = self._output_shape(shapes)
             if out is None:
@@ -172,11 +168,16 @@ class Recovery:
             probes.append(Probe(values, direction, got, want))
         return probes
 
-    @cached_property
+    @property
     def held_out(self) -> int:
         """How many of `probes` (the last ones) the search never sees."""
+        return self._count(HELD_OUT_ELEMENTS, MIN_HELD_OUT)
+
+    def _count(self, elements: int, least: int) -> int:
+        """Probes enough for `elements` values of the node's size (a one-element node
+        needs many), at least `least`."""
         size = max(1, math.prod(self.node.shape))
-        return min(MAX_PROBES, max(MIN_HELD_OUT, -(-HELD_OUT_ELEMENTS // size)))
+        return min(MAX_PROBES, max(least, -(-elements // size)))
 
     def holds(self, arg: int, factor: float) -> bool | None:
         """Whether the engine gives `factor` x the right answer for `arg` at every fresh
@@ -193,9 +194,16 @@ class Recovery:
         return True
 
     # -- the search ----------------------------------------------------------------------
+    @property
+    def searchable(self) -> bool:
+        """Whether a small expression can say the rule (float16's rounding would leave
+        every candidate "close": no search there)."""
+        precise = machine_epsilon(self._dtype) <= machine_epsilon(np.float32)
+        return precise and self.family in ("elementwise", "reduction")
+
     def recover(self, arg: int) -> Recovered | None:
         """The rule the engine computes for `arg`, verified on the held-out probes."""
-        if self.family not in ("elementwise", "reduction") or not self.probes:
+        if not self.searchable or not self.probes:
             return None
         columns = self._columns(arg)
         if columns is None:
@@ -215,7 +223,7 @@ class Recovery:
 
     @property
     def _rtol(self) -> float:
-        return max(1e-7, 1e4 * machine_epsilon(self._dtype))
+        return max(1e-9, 1e3 * machine_epsilon(self._dtype))
 
     def _columns(self, arg: int):
         """For the search probes and the held-out ones: each name's values, the engine's
@@ -284,7 +292,9 @@ def formula_finding(
     else the worst element, saying where its numbers come from (SPEC §6.1)."""
     found = recovery.recover(arg) if recovery is not None and arg is not None else None
     if found is not None:
-        right = f"the right rule is `{found.want_rule}`" if found.want_rule else "it is wrong"
+        right = f"the right rule is `{found.want_rule}`"
+        if not found.want_rule:  # a user op declared without rule texts
+            right = f"the right {recovery.check.words.rule} differs"
         return Finding(
             "formula",
             f"computes `{found.got_rule}`; {right}",
@@ -296,11 +306,13 @@ def formula_finding(
         diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
     diff = np.where(np.isnan(diff), np.inf, diff)
     index = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), want.shape))
+    searched = recovery is not None and recovery.searchable
     return Finding(
         "formula",
-        f"computes another formula, which no small expression reproduces: checked alone on "
-        f"its own inputs, at index {index} it gives {float(got[index]):.6g} where "
-        f"{float(want[index]):.6g} is right",
+        "computes another formula"
+        + (", which no small expression reproduces" if searched else "")
+        + f": checked alone on its own inputs, at index {index} it gives "
+        f"{float(got[index]):.6g} where {float(want[index]):.6g} is right",
         "compute the derivative the op's rule gives",
         "likely",
     )

@@ -126,7 +126,7 @@ def _factor(target: np.ndarray, value: np.ndarray, rtol: float) -> float | None:
         return None
     ratio = target[k] / value[k]
     for c in FACTORS:
-        if math.isclose(ratio, c, rel_tol=1e-6) and close(target, c * value, rtol):
+        if math.isclose(ratio, c, rel_tol=rtol) and close(target, c * value, rtol):
             return c
     return None
 
