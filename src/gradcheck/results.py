@@ -19,6 +19,20 @@ Confidence = Literal["exact", "likely", "possible"]
 CONFIDENCE_RANK = {"exact": 0, "likely": 1, "possible": 2}
 
 
+# A hint's optional fields, in the order its JSON gives them.
+HINT_FIELDS = (
+    "mechanism",
+    "op",
+    "node",
+    "arg",
+    "region",
+    "axes",
+    "factor",
+    "got_rule",
+    "want_rule",
+)
+
+
 @dataclass
 class Hint:
     """One explanation of a difference (SPEC §6): a stable code, what, how to fix, how sure."""
@@ -51,8 +65,7 @@ class Hint:
             "fix": self.fix,
             "confidence": self.confidence,
         }
-        keys = ("mechanism", "op", "node", "arg", "region", "axes", "factor", "got_rule")
-        for key in (*keys, "want_rule"):
+        for key in HINT_FIELDS:
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
