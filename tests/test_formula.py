@@ -255,6 +255,14 @@ def test_a_scaled_rule_is_scaled_only_where_the_factor_holds_on_fresh_inputs(tmp
     assert (finding.mechanism, finding.got_rule) == ("formula", "g * (1 - y)")
 
 
+def test_an_identity_seen_only_at_x_equal_1_is_no_identity(tmp_path):
+    """`g * x` at x == 1 hands g on unchanged: the fresh probes refuse `identity`."""
+    wrong = planted("sigmoid", 0, lambda g, ans, x: g * x)
+    check = failing(make_case(tmp_path, "sigmoid(x)", {"x": [[1.0, 1.0]]}), wrong)
+    finding = Prober(check).find(0)
+    assert (finding.mechanism, finding.got_rule) == ("formula", "g * x")
+
+
 def test_forward_mode_recovers_a_jvp(tmp_path):
     wrong = planted("tanh", 0, lambda t, ans, x: t * (1 - ans), jvp=True)
     check = failing(make_case(tmp_path, "tanh(x)", {"x": NORMAL}), wrong, JvpCheck)

@@ -20,6 +20,7 @@ node's inputs by accident (a shrunk one-element case) fails on the fresh ones.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -28,8 +29,8 @@ import numpy as np
 
 from ...cases.dtypes import machine_epsilon
 from ...engines.driver import EngineFailure, EngineRun, Unsupported
-from ...ops import ShapeError
-from ...ops.broadcast import expand_reduced, normalize_axes
+from ...ops import ShapeError, unbroadcast
+from ...ops.broadcast import expand_reduced, normalize_axes, sums_back
 from ...ops.reductions import reduced_size, spread
 from ..localisation.localise import NodeCheck
 from . import synthesis
@@ -179,9 +180,9 @@ class Recovery:
         size = max(1, math.prod(self.node.shape))
         return min(MAX_PROBES, max(least, -(-elements // size)))
 
-    def holds(self, arg: int, factor: float) -> bool | None:
-        """Whether the engine gives `factor` x the right answer for `arg` at every fresh
-        probe; None when the node cannot be probed afresh."""
+    def holds(self, arg: int, expected: Callable[[Probe, np.ndarray], np.ndarray]) -> bool | None:
+        """Whether the engine gives `expected(probe, right answer)` for `arg` at every
+        fresh probe; None when the node cannot be probed afresh."""
         if not self.probes:
             return None
         name = f"a{arg}"
@@ -189,9 +190,17 @@ class Recovery:
             got, want = probe.got.grads.get(name), probe.want.grads[name]
             if got is None or got.shape != want.shape:
                 return False
-            if not self.check.same(factor * want.astype(np.float64), got.astype(np.float64)):
+            wanted = expected(probe, want.astype(np.float64))
+            if wanted.shape != got.shape or not self.check.same(wanted, got.astype(np.float64)):
                 return False
         return True
+
+    def passed(self, probe: Probe, arg: int, shape: tuple[int, ...]) -> np.ndarray:
+        """The probe's direction handed on unchanged, in the shape `shape` (`identity`)."""
+        if self.check.check == "jvp":
+            return np.broadcast_to(probe.direction[f"a{arg}"], shape)
+        g = probe.direction
+        return unbroadcast(g, shape) if sums_back(g.shape, shape) else g
 
     # -- the search ----------------------------------------------------------------------
     @property

@@ -165,6 +165,10 @@ class Prober:
         """The node on fresh inputs, and the search for the rule it computes there."""
         return Recovery(self.check)
 
+    def _holds(self, arg: int, expected) -> bool | None:
+        """Whether a verdict on the node's inputs holds on fresh ones (None: none drawn)."""
+        return self.recovery.holds(arg, expected) if self.check.check in ("vjp", "jvp") else True
+
     def _fingerprint(self, arg: int, want: np.ndarray, got: np.ndarray) -> Finding | None:
         faults = self.fingerprints.get(arg)
         if not faults:
@@ -278,6 +282,8 @@ class Prober:
         if not wrong.any() or (wrong & ~zeros).any():
             return None
         if not got.any():
+            if self._holds(arg, lambda probe, right: np.zeros_like(right)) is False:
+                return None  # zero only at these inputs (x == 0 in `g * x`)
             words = self.check.words
             return Finding(
                 "zero",
@@ -297,6 +303,11 @@ class Prober:
         g = self.check.passed_through(arg, got.shape)
         if g.shape != got.shape or not self.check.same(g, got):
             return None
+        if (
+            self._holds(arg, lambda probe, right: self.recovery.passed(probe, arg, right.shape))
+            is False
+        ):
+            return None  # the identity only at these inputs (x == 1 in `g * x`)
         words = self.check.words
         return Finding(
             "identity",
@@ -319,10 +330,8 @@ class Prober:
             return None
         if not self.check.same(factor * want64, got64):
             return None
-        # A factor that fits these inputs by accident (one element) fails on fresh ones;
-        # where none can be drawn (indices), the words say what the factor was seen on.
-        holds = self.recovery.holds(arg, factor) if self.check.check in ("vjp", "jvp") else True
-        if holds is False:
+        # A factor fitting one element by accident fails on fresh inputs (none: say so).
+        if (holds := self._holds(arg, lambda probe, right: factor * right)) is False:
             return None
         where = "" if holds else " on this node's own inputs (not probed on others)"
         if math.isclose(factor, -1.0, rel_tol=1e-6):
