@@ -6,7 +6,11 @@
    diagnosis vs the same check with `--no-diagnose` (target: at most 10x).
 3. A driver bug (the corpus's recursive backward, per path) on a 128x128 graph that
    reuses a value: the driver localisation's cost beside the check.
-4. The whole shipped suite with one planted bug (the seed's unbroadcast): the run with
+4. Formula recovery (SPEC §6.1 `formula`) at a failing tanh node whose VJP forgot its
+   square and at a failing conv2d node whose input gradient is off by a factor (1 + x),
+   beyond any small expression: its seconds (target: under 0.5 s each) and the ratio to
+   localising that node (checking every node of the case alone).
+5. The whole shipped suite with one planted bug (the seed's unbroadcast): the run with
    diagnosis (`--diagnose=first`, the default) vs `--no-diagnose` (target: at most 2x),
    and `--diagnose=all` beside it. References come from a warm cache, as in a CLI run
    after the first, so the ratio is of gradcheck's own work.
@@ -33,6 +37,9 @@ from pathlib import Path
 
 from gradcheck.cases import Case, load_file, load_paths
 from gradcheck.diagnosis.faults.planted import FAULTS, FaultyEngine
+from gradcheck.diagnosis.localisation.localise import check_nodes
+from gradcheck.diagnosis.mechanisms.formula import Recovery
+from gradcheck.engines.builtin.engine import BuiltinEngine
 from gradcheck.engines.loading import load_engine
 from gradcheck.references.cache import ReferenceCache
 from gradcheck.references.tensorflow import load_tensorflow
@@ -70,6 +77,54 @@ cases:
       v: {shape: [128, 16], init: normal}
 """
 SUITE_TURNS = 5
+RECOVERY_CASES = """
+cases:
+  - name: tanh_layer
+    cotangent: random
+    expr: tanh(x @ w)
+    inputs:
+      x: {shape: [32, 32], init: normal}
+      w: {shape: [32, 32], init: uniform, low: -0.2, high: 0.2}
+  - name: conv_layer
+    cotangent: random
+    expr: conv2d(x, w, padding="SAME")
+    inputs:
+      x: {shape: [2, 8, 8, 3], init: normal}
+      w: {shape: [3, 3, 3, 4], init: normal}
+"""
+
+
+class WrongRules(BuiltinEngine):
+    """tanh's VJP without its square; conv2d's input gradient times (1 + x)."""
+
+    name = "builtin+wrong-rules"
+
+    def vjp_rule(self, op, i):
+        right = super().vjp_rule(op, i)
+        if op.name == "tanh":
+            return lambda g, ans, x: g * (1 - ans)
+        if op.name == "conv2d" and i == 0:
+            return lambda g, ans, x, w, **attrs: right(g, ans, x, w, **attrs) * (1 + x)
+        return right
+
+
+def recovery(case: Case) -> None:
+    """Best of REPEATS: localising the case's nodes, and recovering the failing one's rule."""
+    localised = recovered = float("inf")
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        checks = check_nodes(case, WrongRules)
+        localised = min(localised, time.perf_counter() - start)
+        [check] = [c for c in checks if c.result.status == "failed"]
+        start = time.perf_counter()
+        found = Recovery(check).recover(check.result.args[0])
+        recovered = min(recovered, time.perf_counter() - start)
+    said = f"`{found.got_rule}`" if found else "nothing (gives up)"
+    print(
+        f"formula recovery at {check.node.text}: "
+        f"{recovered:.3f}s (target < 0.5 s), {recovered / localised:.1f}x localising the "
+        f"case's nodes ({localised * 1e3:.1f} ms); recovered {said}"
+    )
 
 
 def leading_only() -> FaultyEngine:
@@ -106,6 +161,13 @@ def one_case(text: str, name: str) -> Case:
         path = Path(tmp, name)
         path.write_text(text)
         return next(c for c in load_file(path) if isinstance(c, Case))
+
+
+def load_recovery_cases() -> list[Case]:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp, "recovery.yaml")
+        path.write_text(RECOVERY_CASES)
+        return [c for c in load_file(path) if isinstance(c, Case)]
 
 
 def whole_suite() -> float:
@@ -149,6 +211,8 @@ def main() -> None:
         driver,
         load_engine("tests/corpus/tape_bugs.py:RecursiveBackward"),
     )
+    for case in load_recovery_cases():
+        recovery(case)
     suite = whole_suite()
     print(f"run with diagnosis / without on the shipped suite: {suite:.2f}x (target <= 2x)")
 

@@ -179,7 +179,8 @@ def test_bug_top_hint(bug):
         assert (top.op, top.arg) == (bug.op, bug.arg), listed
     if bug.mechanism is not None:
         assert top.mechanism == bug.mechanism, listed
-        guess = bug.mechanism in ("formula", "unknown")
+        # A formula is exact only where the rule was recovered (and shown).
+        guess = bug.mechanism == "unknown" or (bug.mechanism == "formula" and not top.got_rule)
         assert top.confidence == ("likely" if guess else "exact"), listed
     if bug.node is not None:
         assert top.node == bug.node, listed

@@ -19,6 +19,20 @@ Confidence = Literal["exact", "likely", "possible"]
 CONFIDENCE_RANK = {"exact": 0, "likely": 1, "possible": 2}
 
 
+# A hint's optional fields, in the order its JSON gives them.
+HINT_FIELDS = (
+    "mechanism",
+    "op",
+    "node",
+    "arg",
+    "region",
+    "axes",
+    "factor",
+    "got_rule",
+    "want_rule",
+)
+
+
 @dataclass
 class Hint:
     """One explanation of a difference (SPEC §6): a stable code, what, how to fix, how sure."""
@@ -37,6 +51,10 @@ class Hint:
     # the node's inputs ("a <= 0") for a region.
     mechanism: str | None = None
     region: str | None = None
+    # SPEC §6.1 `formula`: the rule the engine computes, recovered by probing, beside the
+    # op's right one, both in the rule texts' NumPy spelling.
+    got_rule: str | None = None
+    want_rule: str | None = None
     # Hints that are consequences of this one, folded into it ("also seen as ...").
     also: list[Hint] = field(default_factory=list)
 
@@ -47,7 +65,7 @@ class Hint:
             "fix": self.fix,
             "confidence": self.confidence,
         }
-        for key in ("mechanism", "op", "node", "arg", "region", "axes", "factor"):
+        for key in HINT_FIELDS:
             value = getattr(self, key)
             if value is not None:
                 out[key] = value

@@ -360,12 +360,15 @@ _RAISED = re.compile(r"^(.*?) raised (\w+)")
 
 
 def bug_key(result: CaseResult, case: Case) -> BugKey:
-    """What makes two failures the same bug: the top hint's code and op. An engine error
+    """What makes two failures the same bug: the top hint's code and op, and the rule the
+    engine computes where it was recovered (so that shrinking keeps it). An engine error
     is another way to fail than wrong numbers: ``("error", <its top hint>)``, or where
     the diagnosis did not localise it, what raised which exception (a node as its op:
     sizes and names vary)."""
     top = result.hints[0] if result.hints else None
     if result.status != "error":
+        if top is not None and top.got_rule:
+            return f"{top.code} computing `{top.got_rule}`", top.op
         return (top.code, top.op) if top else ("failed", None)
     if top is not None:
         return "error", describe((top.code, top.op))

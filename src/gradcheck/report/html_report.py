@@ -212,6 +212,7 @@ def _hint_blocks(case: CaseResult) -> str:
         + (f"<p>mechanism <code>{text(top.mechanism)}</code>" if top.mechanism else "")
         + (f" where <code>{text(top.region)}</code>" if top.region else "")
         + ("</p>" if top.mechanism else "")
+        + _rules(top)
         + f'<p class="fix">{text(top.fix)}</p>'
         + (f"<p>node <code>{text(top.node)}</code></p>" if top.node else "")
         + (f'<p class="dim">also seen as {text(_also(top))}</p>' if top.also else "")
@@ -225,6 +226,14 @@ def _hint_blocks(case: CaseResult) -> str:
         if extra:
             out.append(f"<h3>Input {text(name)}</h3>{_hint_list(extra)}")
     return "".join(out)
+
+
+def _rules(hint: Hint) -> str:
+    """A recovered formula: the rule the engine computes beside the right one."""
+    if not hint.got_rule:
+        return ""
+    right = f"; right: <code>{text(hint.want_rule)}</code>" if hint.want_rule else ""
+    return f'<p class="rules">computes <code>{text(hint.got_rule)}</code>{right}</p>'
 
 
 def _also(top: Hint) -> str:

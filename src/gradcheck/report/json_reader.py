@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..results import (
+    HINT_FIELDS,
     CaseResult,
     Comparison,
     Consistency,
@@ -22,8 +23,6 @@ from ..results import (
     NodeResult,
     RunResult,
 )
-
-_HINT_FIELDS = ("op", "node", "arg", "axes", "factor", "mechanism", "region")
 
 
 class ReportError(ValueError):
@@ -79,7 +78,7 @@ def _case(data: dict[str, Any]) -> CaseResult:
 
 def _hint(data: dict[str, Any]) -> Hint:
     also = [Hint(h["code"], h["message"], "", "possible") for h in data.get("also", [])]
-    fields = {key: data[key] for key in _HINT_FIELDS if key in data}
+    fields = {key: data[key] for key in HINT_FIELDS if key in data}
     return Hint(data["code"], data["message"], data["fix"], data["confidence"], **fields,
                 also=also)  # fmt: skip
 

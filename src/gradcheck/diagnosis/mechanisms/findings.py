@@ -27,6 +27,8 @@ class Finding:
     region: str | None = None
     factor: float | None = None
     axes: list[int] | None = None
+    got_rule: str | None = None  # `formula`: the rule the engine was seen to compute ...
+    want_rule: str | None = None  # ... beside the op's right one
 
 
 def op_vjp_hint(check: NodeCheck, arg: int, finding: Finding, spell: str) -> Hint:
@@ -56,6 +58,8 @@ def op_vjp_hint(check: NodeCheck, arg: int, finding: Finding, spell: str) -> Hin
         region=finding.region,
         factor=finding.factor,
         axes=finding.axes,
+        got_rule=finding.got_rule,
+        want_rule=finding.want_rule,
     )
 
 

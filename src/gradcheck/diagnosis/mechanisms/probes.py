@@ -32,6 +32,7 @@ from ...ops.broadcast import fmt_shape, sums_back
 from ..faults.planted import CATALOGUE, Fault, FaultyEngine
 from ..localisation.localise import NodeCheck
 from .findings import Finding
+from .formula import Recovery, formula_finding
 from .patterns import nice as nice_factor
 from .regions import describe
 
@@ -157,7 +158,16 @@ class Prober:
             finding = probe(arg, want, got)
             if finding is not None:
                 return finding
-        return self._formula(want, got)
+        return self._formula(want, got, arg)
+
+    @cached_property
+    def recovery(self) -> Recovery:
+        """The node on fresh inputs, and the search for the rule it computes there."""
+        return Recovery(self.check)
+
+    def _holds(self, arg: int, expected) -> bool | None:
+        """Whether a verdict on the node's inputs holds on fresh ones (None: none drawn)."""
+        return self.recovery.holds(arg, expected) if self.check.check in ("vjp", "jvp") else True
 
     def _fingerprint(self, arg: int, want: np.ndarray, got: np.ndarray) -> Finding | None:
         faults = self.fingerprints.get(arg)
@@ -272,6 +282,8 @@ class Prober:
         if not wrong.any() or (wrong & ~zeros).any():
             return None
         if not got.any():
+            if self._holds(arg, lambda probe, right: np.zeros_like(right)) is False:
+                return None  # zero only at these inputs (x == 0 in `g * x`)
             words = self.check.words
             return Finding(
                 "zero",
@@ -291,6 +303,11 @@ class Prober:
         g = self.check.passed_through(arg, got.shape)
         if g.shape != got.shape or not self.check.same(g, got):
             return None
+        if (
+            self._holds(arg, lambda probe, right: self.recovery.passed(probe, arg, right.shape))
+            is False
+        ):
+            return None  # the identity only at these inputs (x == 1 in `g * x`)
         words = self.check.words
         return Finding(
             "identity",
@@ -313,20 +330,20 @@ class Prober:
             return None
         if not self.check.same(factor * want64, got64):
             return None
+        # A factor fitting one element by accident fails on fresh inputs (none: say so).
+        if (holds := self._holds(arg, lambda probe, right: factor * right)) is False:
+            return None
+        where = "" if holds else " on this node's own inputs (not probed on others)"
         if math.isclose(factor, -1.0, rel_tol=1e-6):
             return Finding(
                 "sign-flip",
-                "has the wrong sign: it is minus the right VJP",
+                f"has the wrong sign: it is minus the right VJP{where}",
                 "negate it",
                 factor=-1.0,
             )
         nice = nice_factor(factor)
-        return Finding(
-            "scaled",
-            f"is {nice:g} times the right VJP",
-            f"remove the factor {nice:g}",
-            factor=nice,
-        )
+        says = f"is {nice:g} times the right VJP{where}"
+        return Finding("scaled", says, f"remove the factor {nice:g}", factor=nice)
 
     def _transposed(self, arg: int, want: np.ndarray, got: np.ndarray) -> Finding | None:
         if want.ndim < 2:
@@ -348,18 +365,8 @@ class Prober:
             )
         return None
 
-    def _formula(self, want: np.ndarray, got: np.ndarray) -> Finding:
-        with np.errstate(invalid="ignore"):
-            diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
-        diff = np.where(np.isnan(diff), np.inf, diff)
-        index = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), want.shape))
-        return Finding(
-            "formula",
-            f"computes the wrong formula: at index {index} it gives {_num(got[index])} "
-            f"where {_num(want[index])} is right",
-            "compute the derivative the op's rule gives",
-            "likely",
-        )
+    def _formula(self, want: np.ndarray, got: np.ndarray, arg: int | None = None) -> Finding:
+        return formula_finding(self.recovery if arg is not None else None, arg, want, got)
 
 
 def _layout(got: tuple[int, ...], want: tuple[int, ...]) -> tuple[str, str]:
@@ -391,7 +398,3 @@ def _nan_where(want: np.ndarray, got: np.ndarray) -> np.ndarray:
 
 def _zero_where(want: np.ndarray, got: np.ndarray) -> np.ndarray:
     return (got == 0) & (want != 0)
-
-
-def _num(value: object) -> str:
-    return f"{float(value):.6g}"
