@@ -12,6 +12,8 @@ likely cause (`raising_too`).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ...engines.driver import EngineFailure, Unsupported
@@ -22,6 +24,7 @@ from .. import idiom
 from ..evidence import Evidence
 from ..faults.planted import Fault, FaultyEngine, fault_hint, relevant_faults
 from ..localisation.localise import NodeCheck, check_nodes
+from .raising import Raising, dtypes, raising_inputs
 
 PROBE_SIZE = 3  # every axis of the probe inputs
 
@@ -34,25 +37,30 @@ def diagnose_error(evidence: Evidence) -> list[Hint]:
     raising = [c for c in checks if c.result.status == "error"]
     if not raising:
         if checks and all(c.result.status == "passed" for c in checks):
-            return [_driver_hint(evidence, "every op node passes when checked alone")]
+            return _driver_hints(evidence, "every op node passes when checked alone")
         return []
-    if len(checks) > 1 and len(raising) == len(checks):
-        return [_driver_hint(evidence, "it raises on every op node checked alone, whatever its op")]
     hints: list[Hint] = []
     spell = evidence.spelling
+    explained = False  # by one op's rule: a fault of its, or inputs only some of which raise
     for check in raising:
         args = _raising_args(check)
         check.result.args = args
+        why = raising_inputs(check)
         matching = [
             f for f in _raising_faults(check, evidence) if _reproduced_on_probe(check, f, evidence)
         ]
+        explained |= bool(matching) or (why.separated and why.region != "for every input")
         for arg in args:
-            hints.append(_node_hint(check, arg, matching[0] if matching else None, spell))
+            hints.append(_node_hint(check, arg, why, matching[0] if matching else None, spell))
         hints += [
             _case_fault_hint(f, check, evidence, spell)
             for f in matching
             if _raises_on_case(f, evidence)
         ]
+    ops = {c.node.op.name for c in raising if c.node.op is not None}
+    # Nodes of different ops all raising, whatever their inputs: the driver they share.
+    if len(raising) == len(checks) > 1 and len(ops) > 1 and not explained:
+        return _driver_hints(evidence, "it raises on every op node checked alone, whatever its op")
     return hints
 
 
@@ -80,7 +88,9 @@ def _raising_faults(check: NodeCheck, evidence: Evidence) -> list[Fault]:
     return found
 
 
-def _probe_inputs(check: NodeCheck) -> tuple[dict[str, np.ndarray], np.ndarray] | None:
+def _probe_inputs(
+    check: NodeCheck, dtype: np.dtype
+) -> tuple[dict[str, np.ndarray], np.ndarray] | None:
     """Inputs of the node's ranks with every axis PROBE_SIZE long, and a cotangent; None
     when the op's shape rule refuses them (a reshape to a fixed shape, a slice)."""
     op = check.node.op
@@ -94,7 +104,6 @@ def _probe_inputs(check: NodeCheck) -> tuple[dict[str, np.ndarray], np.ndarray] 
     except ShapeError:
         return None
     rng = np.random.default_rng([PROBE_SIZE, len(check.node.text)])
-    dtype = check.cotangent.dtype
     inputs = {
         name: rng.uniform(0.5, 1.5, shapes[int(name[1:])]).astype(dtype) for name in check.inputs
     }
@@ -102,21 +111,30 @@ def _probe_inputs(check: NodeCheck) -> tuple[dict[str, np.ndarray], np.ndarray] 
 
 
 def _reproduced_on_probe(check: NodeCheck, fault: Fault, evidence: Evidence) -> bool:
+    """Whether `fault` gives the engine's VJP on the cube probe, in the first dtype the
+    engine does not raise in."""
     if check.node.op is None or check.node.op.variadic:
         return False
-    probe = _probe_inputs(check)
-    if probe is None:
-        return False
-    inputs, cotangent = probe
-    try:
-        got = check.run(check.engine_factory, cotangent, inputs)
-        faulty = check.run(lambda: FaultyEngine(fault, evidence.conventions), cotangent, inputs)
-        right = check.right(cotangent, inputs)
-    except (EngineFailure, Unsupported):
-        return False
-    return all(check.same(faulty.grads[n], got.grads[n]) for n in got.grads) and not all(
-        check.same(faulty.grads[n], right.grads[n]) for n in got.grads
-    )
+    for dtype in dtypes(check):
+        probe = _probe_inputs(check, dtype)
+        if probe is None:
+            return False
+        inputs, cotangent = probe
+        try:
+            got = check.run(check.engine_factory, cotangent, inputs)
+        except (EngineFailure, Unsupported):
+            continue
+        try:
+            faulty = check.run(lambda: FaultyEngine(fault, evidence.conventions), cotangent, inputs)
+            right = check.right(cotangent, inputs)
+        except (EngineFailure, Unsupported):
+            return False
+        # In another dtype than the case's, its rounding is no difference.
+        judge = check if dtype == check.cotangent.dtype else replace(check, rounding=dtype.name)
+        return all(judge.same(faulty.grads[n], got.grads[n]) for n in got.grads) and not all(
+            judge.same(faulty.grads[n], right.grads[n]) for n in got.grads
+        )
+    return False
 
 
 def _short(message: str, limit: int = 160) -> str:
@@ -160,12 +178,12 @@ def raising_too(evidence: Evidence) -> list[Hint]:
     return hints
 
 
-def _node_hint(check: NodeCheck, arg: int, fault: Fault | None, spell: str) -> Hint:
+def _node_hint(check: NodeCheck, arg: int, why: Raising, fault: Fault | None, spell: str) -> Hint:
     node, op = check.node, check.node.op
     assert op is not None and check.failure is not None
     says = (
-        f"{node.text}: {op.name}'s VJP for argument {arg} ({node.args[arg].text}) raises when "
-        f"the node is checked alone ({_short(check.failure.message)})"
+        f"{node.text}: {why.says(op.name)}; checked alone, its VJP for argument {arg} "
+        f"({node.args[arg].text}) raises {_short(check.failure.message)}"
     )
     rule = f"{op.name}'s VJP for {idiom.param(op, arg)} is {idiom.rule(op, arg, spell)}"
     if fault is None:
@@ -173,11 +191,12 @@ def _node_hint(check: NodeCheck, arg: int, fault: Fault | None, spell: str) -> H
             "op-vjp",
             says,
             f"compute the rule for these shapes: {rule}",
-            "exact",
+            "exact" if why.separated else "likely",
             op=op.name,
             node=node.text,
             arg=arg,
             mechanism="raises",
+            region=why.region,
         )
     return Hint(
         "op-vjp",
@@ -190,6 +209,7 @@ def _node_hint(check: NodeCheck, arg: int, fault: Fault | None, spell: str) -> H
         node=node.text,
         arg=arg,
         mechanism=fault.code,
+        region=why.region,
     )
 
 
@@ -203,6 +223,16 @@ def _case_fault_hint(fault: Fault, check: NodeCheck, evidence: Evidence, spell: 
     )
     hint.confidence = "likely"
     return hint
+
+
+def _framework_driver(evidence: Evidence) -> bool:
+    """The engine's backward driver is a framework's (a stock adapter): it gets no driver
+    hint (SPEC §6.1, the top line is the truth). The one place that decides it here."""
+    return getattr(evidence.engine_factory, "__module__", "").startswith("gradcheck.engines.stock")
+
+
+def _driver_hints(evidence: Evidence, why: str) -> list[Hint]:
+    return [] if _framework_driver(evidence) else [_driver_hint(evidence, why)]
 
 
 def _driver_hint(evidence: Evidence, why: str) -> Hint:
