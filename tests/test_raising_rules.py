@@ -161,3 +161,17 @@ def test_junit_and_github_lead_with_the_raising_node(raised):
     assert error.get("message", "").startswith(f"{LEAD}: {SAYS}")
     assert _before(error.text or "", SAYS, FRAME)
     assert f"{LEAD}: {SAYS}" in to_github(raised)
+
+
+# -- stateful: a rule whose second identical backward pass differs -------------------------
+
+
+def test_a_rule_that_writes_into_its_inputs_is_stateful_at_its_op(tmp_path):
+    case = make_case(tmp_path, "exp(x * y)", shapes(x=(2, 3), y=(2, 3)))
+    [result] = checked(case, f"{PLANTED}:MulInPlace").cases
+    assert result.status == "failed"
+    assert {(h.code, h.op, h.node, h.mechanism) for h in result.hints} == {
+        ("op-vjp", "mul", "x * y", "stateful")
+    }
+    assert {h.arg for h in result.hints} == {0, 1}
+    assert "`g * b`" in result.hints[0].fix
