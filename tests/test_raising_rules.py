@@ -175,3 +175,21 @@ def test_a_rule_that_writes_into_its_inputs_is_stateful_at_its_op(tmp_path):
     }
     assert {h.arg for h in result.hints} == {0, 1}
     assert "`g * b`" in result.hints[0].fix
+
+
+# -- hangs: a rule that never returns -------------------------------------------------------
+
+
+def test_a_rule_that_loops_is_named_with_the_line_it_was_interrupted_at(tmp_path):
+    """The case times out in its worker (interrupted before the worker is killed); each
+    node alone then gets its share of the timeout, and the looping one is named."""
+    case = make_case(tmp_path, "tanh(x) * y", shapes(x=(2, 3), y=(2, 3)), timeout=3)
+    [result] = checked(case, f"{PLANTED}:TanhLoops", isolate="process").cases
+    assert result.status == "error" and "TimedOut" in result.message
+    top = result.hints[0]
+    assert (top.code, top.op, top.node, top.arg, top.mechanism) == (
+        "op-vjp", "tanh", "tanh(x)", 0, "hangs",
+    )  # fmt: skip
+    loop = {line_of(PLANTED, "while steps >= 0:"), line_of(PLANTED, "steps += 1")}
+    assert any(f"interrupted at {at}" in top.message for at in loop), top.message
+    assert [(n.op, n.status) for n in result.nodes] == [("tanh", "error"), ("mul", "passed")]

@@ -12,6 +12,7 @@ likely cause (`raising_too`).
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
 
 import numpy as np
@@ -20,19 +21,31 @@ from ...engines.driver import EngineFailure, Unsupported
 from ...engines.reverse import run_engine
 from ...ops import ShapeError
 from ...results import Hint
+from ...util.deadline import TimedOut, interrupted_after
+from ...util.limits import TIMEOUT
 from .. import idiom
 from ..evidence import Evidence
 from ..faults.planted import Fault, FaultyEngine, fault_hint, relevant_faults
-from ..localisation.localise import NodeCheck, check_nodes
-from .raising import Raising, dtypes, raising_inputs
+from ..localisation.localise import NodeCheck, check_node, check_nodes
+from .raising import NODE_LIMIT, Raising, dtypes, hangs_hint, raising_inputs
 
 PROBE_SIZE = 3  # every axis of the probe inputs
 
 
 def diagnose_error(evidence: Evidence) -> list[Hint]:
-    checks = check_nodes(
-        evidence.case, evidence.engine_factory, evidence.builtin, evidence.rounding
+    hung = (
+        evidence.failure is not None and f"raised {TimedOut.__name__}:" in evidence.failure.message
     )
+    checks = check_nodes(
+        evidence.case, evidence.engine_factory, evidence.builtin, evidence.rounding, run=not hung
+    )
+    # The case ran out of time: each node alone gets its share of the case's timeout.
+    limit = min(NODE_LIMIT, (evidence.timeout or TIMEOUT) / max(1, len(checks))) if hung else None
+    for check in checks if hung else ():
+        # TimedOut out of the engine is its failure; out of the right answer, the node
+        # stays unjudged.
+        with contextlib.suppress(TimedOut), interrupted_after(limit):
+            check_node(check)
     evidence.result.nodes = [c.result for c in checks]
     raising = [c for c in checks if c.result.status == "error"]
     if not raising:
@@ -43,8 +56,11 @@ def diagnose_error(evidence: Evidence) -> list[Hint]:
     spell = evidence.spelling
     explained = False  # by one op's rule: a fault of its, or inputs only some of which raise
     for check in raising:
-        args = _raising_args(check)
+        args = _raising_args(check, limit)
         check.result.args = args
+        if limit is not None and isinstance(check.failure.__cause__, TimedOut):
+            hints += [hangs_hint(check, arg, limit, spell) for arg in args]
+            continue
         why = raising_inputs(check)
         matching = [
             f for f in _raising_faults(check, evidence) if _reproduced_on_probe(check, f, evidence)
@@ -64,13 +80,15 @@ def diagnose_error(evidence: Evidence) -> list[Hint]:
     return hints
 
 
-def _raising_args(check: NodeCheck) -> list[int]:
-    """The arguments whose gradient alone makes the engine raise (all, if none alone does)."""
+def _raising_args(check: NodeCheck, limit: float | None) -> list[int]:
+    """The arguments whose gradient alone makes the engine raise (all, if none alone does);
+    each within `limit` seconds, when the case ran out of time."""
     raising = []
     for name in check.names:
         try:
-            check.run(check.engine_factory, check.cotangent, wrt=[name])
-        except (EngineFailure, Unsupported):
+            with interrupted_after(limit):
+                check.run(check.engine_factory, check.cotangent, wrt=[name])
+        except (EngineFailure, Unsupported, TimedOut):
             raising.append(int(name[1:]))
     return raising or [int(n[1:]) for n in check.names]
 

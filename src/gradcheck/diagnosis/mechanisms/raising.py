@@ -24,9 +24,12 @@ import numpy as np
 from ...engines.driver import EngineFailure, Unsupported
 from ...ops import ShapeError
 from ...ops.broadcast import fmt_shape
+from ...results import Hint
+from .. import idiom
 from ..localisation.localise import NodeCheck
 
 SIZE = 3  # every axis of the probes, but the ones a probe varies
+NODE_LIMIT = 1.0  # seconds a node alone may take when the case ran out of time
 _GRADCHECK = str(Path(__file__).resolve().parents[2]) + os.sep
 Shapes = tuple[tuple[int, ...], ...]
 
@@ -114,6 +117,27 @@ def dtypes(check: NodeCheck) -> list[np.dtype]:
 def _outcomes(check: NodeCheck, probes: list[Probe], dtype: np.dtype) -> list[tuple[Probe, bool]]:
     found = [(p, _raises(check, p, dtype)) for p in probes]
     return [(p, r) for p, r in found if r is not None]
+
+
+def hangs_hint(check: NodeCheck, arg: int, limit: float, spell: str) -> Hint:
+    """A node whose VJP did not return within `limit` seconds alone (SPEC §6.1 `hangs`)."""
+    node, op = check.node, check.node.op
+    assert op is not None and check.failure is not None
+    place, text = where(check.failure)
+    at = f", interrupted at {place}" + (f" (`{text}`)" if text else "") if place else ""
+    return Hint(
+        "op-vjp",
+        f"{node.text}: {op.name}'s VJP for argument {arg} ({node.args[arg].text}) does not "
+        f"return: checked alone, it was still running after {limit:g} s{at}",
+        "make the rule return (a loop whose condition never changes, a recursion without "
+        f"a base case): {op.name}'s VJP for {idiom.param(op, arg)} is "
+        f"{idiom.rule(op, arg, spell)}",
+        "likely",  # slow is not endless: what is known is that it ran past the limit
+        op=op.name,
+        node=node.text,
+        arg=arg,
+        mechanism="hangs",
+    )
 
 
 # -- the probes ------------------------------------------------------------------------

@@ -110,6 +110,7 @@ def _serve(
     from ...checking.diagnosis_step import Diagnose, diagnosis_step
     from ...checking.engine_step import EngineOutcome, engine_step
     from ...engines.driver import describe, listen_to_calls
+    from ...util.deadline import before, interrupted_after
     from .messages import Diagnosed, Release, RunCase
 
     listen_to_calls(phase.call)
@@ -123,7 +124,10 @@ def _serve(
             phase.stage = ""
             phase.set("starting the case")
             try:
-                with _threads_limited(message.threads):
+                # Interrupted before the parent's deadline kills this worker, a looping
+                # rule is an engine error with its line, and gets diagnosed (`hangs`).
+                limit = before(message.timeout) if message.timeout else None
+                with _threads_limited(message.threads), interrupted_after(limit):
                     outcome = engine_step(
                         message.case, factory, ask_twice=message.ask_twice, checks=message.checks
                     )
