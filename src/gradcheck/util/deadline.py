@@ -49,3 +49,12 @@ def before(deadline: float) -> float:
     """The limit to set on a step that its parent stops at `deadline` seconds: early
     enough to reply with where it was interrupted before the parent kills it."""
     return deadline - min(1.0, 0.2 * deadline)
+
+
+def timed_out(deadline: float, what: str | None) -> str:
+    """How a step that ran past `deadline` seconds is reported, as a killed worker's is."""
+    return f"timed out after {deadline:g} s" + (f" in {what}()" if what else "")
+
+
+def is_timed_out(message: str) -> bool:
+    return message.startswith("timed out after ")

@@ -21,7 +21,7 @@ from ...engines.driver import EngineFailure, Unsupported
 from ...engines.reverse import run_engine
 from ...ops import ShapeError
 from ...results import Hint
-from ...util.deadline import TimedOut, interrupted_after
+from ...util.deadline import TimedOut, interrupted_after, is_timed_out
 from ...util.limits import TIMEOUT
 from .. import idiom
 from ..evidence import Evidence
@@ -33,9 +33,7 @@ PROBE_SIZE = 3  # every axis of the probe inputs
 
 
 def diagnose_error(evidence: Evidence) -> list[Hint]:
-    hung = (
-        evidence.failure is not None and f"raised {TimedOut.__name__}:" in evidence.failure.message
-    )
+    hung = evidence.failure is not None and is_timed_out(evidence.failure.message)
     checks = check_nodes(
         evidence.case, evidence.engine_factory, evidence.builtin, evidence.rounding, run=not hung
     )

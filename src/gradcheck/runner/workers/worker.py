@@ -110,7 +110,7 @@ def _serve(
     from ...checking.diagnosis_step import Diagnose, diagnosis_step
     from ...checking.engine_step import EngineOutcome, engine_step
     from ...engines.driver import describe, listen_to_calls
-    from ...util.deadline import before, interrupted_after
+    from ...util.deadline import TimedOut, before, interrupted_after, timed_out
     from .messages import Diagnosed, Release, RunCase
 
     listen_to_calls(phase.call)
@@ -133,6 +133,10 @@ def _serve(
                     )
             except BaseException as e:  # KeyboardInterrupt from an engine's thread, say
                 outcome = EngineOutcome(error=f"the engine raised {describe(e)}")
+            if limit and outcome.error and f"raised {TimedOut.__name__}:" in outcome.error:
+                # Its traceback kept: where the engine was when it was stopped.
+                stopped = f" (stopped at {limit:.2g} s, to say where it was)"
+                outcome.error = timed_out(message.timeout, outcome.what) + stopped
             _flush()
             last = message.case, outcome
             reply(outcome)
