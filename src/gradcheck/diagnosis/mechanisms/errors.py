@@ -199,7 +199,7 @@ def _node_hint(check: NodeCheck, arg: int, why: Raising, fault: Fault | None, sp
     assert op is not None and check.failure is not None
     says = (
         f"{node.text}: {why.says(op.name)}; checked alone, its VJP for argument {arg} "
-        f"({node.args[arg].text}) raises {_short(check.failure.message)}"
+        f"({node.args[arg].text}) raises ({_short(check.failure.message)})"
     )
     rule = f"{op.name}'s VJP for {idiom.param(op, arg)} is {idiom.rule(op, arg, spell)}"
     if fault is None:
