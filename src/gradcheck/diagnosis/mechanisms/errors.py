@@ -37,8 +37,11 @@ def diagnose_error(evidence: Evidence) -> list[Hint]:
     checks = check_nodes(
         evidence.case, evidence.engine_factory, evidence.builtin, evidence.rounding, run=not hung
     )
-    # The case ran out of time: each node alone gets its share of the case's timeout.
-    limit = min(NODE_LIMIT, (evidence.timeout or TIMEOUT) / max(1, len(checks))) if hung else None
+    # The case ran out of time: each node alone gets its share of the case's timeout, which
+    # the diagnosis has again. A node runs at most three times: checked, then a hanging
+    # one for each of (mostly) two arguments.
+    runs = 3 * max(1, len(checks))
+    limit = min(NODE_LIMIT, (evidence.timeout or TIMEOUT) / runs) if hung else None
     for check in checks if hung else ():
         # TimedOut out of the engine is its failure; out of the right answer, the node
         # stays unjudged.
