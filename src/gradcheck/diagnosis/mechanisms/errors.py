@@ -62,10 +62,11 @@ def diagnose_error(evidence: Evidence) -> list[Hint]:
         if limit is not None and isinstance(check.failure.__cause__, TimedOut):
             hints += [hangs_hint(check, arg, limit, spell) for arg in args]
             continue
-        why = raising_inputs(check)
         matching = [
             f for f in _raising_faults(check, evidence) if _reproduced_on_probe(check, f, evidence)
         ]
+        # A fault that reproduces the rule says when it raises; else the probes find it.
+        why = raising_inputs(check, probe=not matching)
         explained |= bool(matching) or (why.separated and why.region != "for every input")
         for arg in args:
             hints.append(_node_hint(check, arg, why, matching[0] if matching else None, spell))

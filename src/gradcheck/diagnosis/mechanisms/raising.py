@@ -55,13 +55,14 @@ class Raising:
     exception: str  # "ValueError"
     where: str | None  # "ops.py:88": the last frame of the engine's own code
     line: str | None  # that line's source text
-    region: str  # "only when axis=None", "for every input", ...
+    region: str | None  # "only when axis=None", "for every input", ...; None: not probed
     separated: bool  # the region holds on every probe (not only a list of those that raise)
 
     def says(self, op: str) -> str:
         at = f" at {self.where}" if self.where else ""
         source = f" (`{self.line}`)" if self.line else ""
-        return f"{op}'s VJP raises {self.region}: `{self.exception}`{at}{source}"
+        region = f" {self.region}" if self.region else ""
+        return f"{op}'s VJP raises{region}: `{self.exception}`{at}{source}"
 
 
 def user_frame(failure: EngineFailure) -> traceback.FrameSummary | None:
@@ -90,10 +91,13 @@ def where(failure: EngineFailure) -> tuple[str | None, str | None]:
     return f"{Path(frame.filename).name}:{frame.lineno}", text or None
 
 
-def raising_inputs(check: NodeCheck) -> Raising:
-    """Why the node's VJP raises (`check.failure`): its exception, line and region."""
+def raising_inputs(check: NodeCheck, *, probe: bool = True) -> Raising:
+    """Why the node's VJP raises (`check.failure`): its exception, line and, if `probe`,
+    region."""
     assert check.failure is not None
     place, text = where(check.failure)
+    if not probe:
+        return Raising(exception_name(check.failure), place, text, None, False)
     probes = _probes(check)
     dtype, *others = dtypes(check)
     outcomes = _outcomes(check, probes, dtype)
