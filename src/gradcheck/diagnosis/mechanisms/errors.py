@@ -6,7 +6,11 @@ arguments' gradients on its own, to name the argument. The catalogue faults of i
 are run on the node too: one that raises there as the engine does is the likely cause,
 and if, on probe inputs whose axes all have one size (where the fault no longer raises:
 a full transpose of a cube is a cube), it reproduces the engine's VJP, the fault is it.
-A fingerprint found on an earlier case of the run that raises on this case too is its
+Where no fault does, the op is probed alone for the inputs that make it raise
+(`raising.py`: "only when axis=None"). Nodes that all raise are the driver's only when
+they are of different ops and nothing per-op explains them. A case that ran out of time
+checks each node within a share of its timeout: a node still running `hangs`. A
+fingerprint found on an earlier case of the run that raises on this case too is its
 likely cause (`raising_too`).
 """
 
@@ -33,20 +37,7 @@ PROBE_SIZE = 3  # every axis of the probe inputs
 
 
 def diagnose_error(evidence: Evidence) -> list[Hint]:
-    hung = evidence.failure is not None and is_timed_out(evidence.failure.message)
-    checks = check_nodes(
-        evidence.case, evidence.engine_factory, evidence.builtin, evidence.rounding, run=not hung
-    )
-    # The case ran out of time: each node alone gets its share of the case's timeout, which
-    # the diagnosis has again. A node runs at most three times: checked, then a hanging
-    # one for each of (mostly) two arguments.
-    runs = 3 * max(1, len(checks))
-    limit = min(NODE_LIMIT, (evidence.timeout or TIMEOUT) / runs) if hung else None
-    for check in checks if hung else ():
-        # TimedOut out of the engine is its failure; out of the right answer, the node
-        # stays unjudged.
-        with contextlib.suppress(TimedOut), interrupted_after(limit):
-            check_node(check)
+    checks, limit = _checked(evidence)
     evidence.result.nodes = [c.result for c in checks]
     raising = [c for c in checks if c.result.status == "error"]
     if not raising:
@@ -80,6 +71,25 @@ def diagnose_error(evidence: Evidence) -> list[Hint]:
     if len(raising) == len(checks) > 1 and len(ops) > 1 and not explained:
         return _driver_hints(evidence, "it raises on every op node checked alone, whatever its op")
     return hints
+
+
+def _checked(evidence: Evidence) -> tuple[list[NodeCheck], float | None]:
+    """Every op node checked alone; when the case ran out of time, each within a share of
+    the case's timeout (the diagnosis has it again), which is returned. A node then runs at
+    most three times: checked, then a hanging one for each of (mostly) two arguments."""
+    hung = evidence.failure is not None and is_timed_out(evidence.failure.message)
+    checks = check_nodes(
+        evidence.case, evidence.engine_factory, evidence.builtin, evidence.rounding, run=not hung
+    )
+    if not hung:
+        return checks, None
+    limit = min(NODE_LIMIT, (evidence.timeout or TIMEOUT) / (3 * max(1, len(checks))))
+    for check in checks:
+        # TimedOut out of the engine is its failure; out of the right answer, the node
+        # stays unjudged.
+        with contextlib.suppress(TimedOut), interrupted_after(limit):
+            check_node(check)
+    return checks, limit
 
 
 def _raising_args(check: NodeCheck, limit: float | None) -> list[int]:

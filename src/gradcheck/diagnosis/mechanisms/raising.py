@@ -5,7 +5,11 @@ The op is run alone on probe inputs that vary one thing the node's own inputs fi
 `axis` (None or an int), its shapes (every axis one size, equal ranks, a size-1 batch
 axis, non-square matrices). A region is the first condition that holds on exactly the
 probes that raise ("only when axis=None"); "for every input" when all of them raise.
-Where no condition separates them the hint says which probes raised, as `possible`.
+Where no condition separates them the hint says which probes raised, as `likely`. An
+engine that raises on every input in the case's dtype is probed in float32 too.
+
+The user's line is the last frame of the engine's own code in what it raised; a rule
+that does not return (`hangs_hint`) is named with the line it was interrupted at.
 """
 
 from __future__ import annotations
