@@ -101,6 +101,17 @@ def test_the_seed_engine_on_non_square_batches_is_matmuls_full_transpose(tmp_pat
     assert run_.root_causes[0].hint.mechanism == "fault:matmul.full-transpose"
 
 
+def test_a_rule_that_raises_in_float64_alone_is_probed_in_float32(tmp_path):
+    """The seed's engine adds every gradient into a float32 zero: a float64 case raises
+    on every input, a float32 one on none (and a 2-D matmul is right)."""
+    case = make_case(tmp_path, "matmul(x, y)", shapes(x=(2, 3), y=(3, 4)))
+    [result] = checked(case, str(SEED)).cases
+    top = result.hints[0]
+    assert (top.code, top.op, top.mechanism) == ("op-vjp", "matmul", "raises")
+    assert top.region == "only in float64 (in float32, on none of the probes)"
+    assert line_of(SEED, "unbroadcast(tf.add(adjoints[p], local_grad)") in top.message
+
+
 def test_every_node_of_one_op_raising_everywhere_is_that_ops_rule(tmp_path):
     case = make_case(tmp_path, "matmul(matmul(x, y), z)", shapes(x=(2, 3), y=(3, 3), z=(3, 2)))
     [result] = checked(case, f"{PLANTED}:MatmulAlwaysRaises").cases

@@ -46,7 +46,7 @@ def diagnose_error(evidence: Evidence) -> list[Hint]:
         return []
     hints: list[Hint] = []
     spell = evidence.spelling
-    explained = False  # by one op's rule: a fault of its, or inputs only some of which raise
+    explained = False  # by one op's rule: a fault of its, or a condition on its inputs
     for check in raising:
         args = _raising_args(check, limit)
         check.result.args = args
@@ -58,7 +58,7 @@ def diagnose_error(evidence: Evidence) -> list[Hint]:
         ]
         # A fault that reproduces the rule says when it raises; else the probes find it.
         why = raising_inputs(check, probe=not matching)
-        explained |= bool(matching) or (why.separated and why.region != "for every input")
+        explained |= bool(matching) or why.specific
         for arg in args:
             hints.append(_node_hint(check, arg, why, matching[0] if matching else None, spell))
         hints += [

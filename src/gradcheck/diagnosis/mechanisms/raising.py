@@ -62,6 +62,12 @@ class Raising:
     region: str | None  # "only when axis=None", "for every input", ...; None: not probed
     separated: bool  # the region holds on every probe (not only a list of those that raise)
 
+    @property
+    def specific(self) -> bool:
+        """The region is a condition on the op's inputs (its attributes, its shapes): one
+        op's rule, where raising for every input, or in one dtype, may be code ops share."""
+        return self.separated and any(self.region == says for says, _ in CONDITIONS)
+
     def says(self, op: str) -> str:
         at = f" at {self.where}" if self.where else ""
         source = f" (`{self.line}`)" if self.line else ""
@@ -107,11 +113,12 @@ def raising_inputs(check: NodeCheck, *, probe: bool = True) -> Raising:
     outcomes = _outcomes(check, probes, dtype)
     region, separated = _region(check, outcomes)
     for other in others:  # an engine that works in float32 only raises on every float64
-        if region == "for every input":
-            found = _outcomes(check, probes, other)
-            if not all(r for _, r in found):
-                region, separated = _region(check, found)
-                region += f" in {other} (in {dtype}, for every input)"
+        found = _outcomes(check, probes, other) if region == "for every input" else []
+        if found and not any(r for _, r in found):
+            region = f"only in {dtype} (in {other}, on none of the probes)"
+        elif found and not all(r for _, r in found):
+            region, separated = _region(check, found)
+            region += f" in {other} (in {dtype}, for every input)"
     return Raising(exception_name(check.failure), place, text, region, separated)
 
 
@@ -292,6 +299,8 @@ def _region(check: NodeCheck, outcomes: list[tuple[Probe, bool]]) -> tuple[str, 
         return "on the node's own inputs (no other input could be probed)", False
     if all(raised for _, raised in outcomes):
         return "for every input", True
+    if not any(raised for _, raised in outcomes):
+        return "on the node's own inputs only (on none of the probes)", False
     for says, holds in CONDITIONS:
         if all(holds(check, p) == raised for p, raised in outcomes):
             return says, True
