@@ -109,6 +109,7 @@ def test_a_rule_that_raises_in_float64_alone_is_probed_in_float32(tmp_path):
     top = result.hints[0]
     assert (top.code, top.op, top.mechanism) == ("op-vjp", "matmul", "raises")
     assert top.region == "only in float64 (in float32, on none of the probes)"
+    assert top.fix.startswith("keep the gradients in the inputs' dtype (float64)")
     assert line_of(SEED, "unbroadcast(tf.add(adjoints[p], local_grad)") in top.message
 
 

@@ -220,7 +220,11 @@ def _node_hint(check: NodeCheck, arg: int, why: Raising, fault: Fault | None, sp
         return Hint(
             "op-vjp",
             says,
-            f"compute the rule for these shapes: {rule}",
+            f"compute the rule for these shapes: {rule}"
+            if why.dtype is None
+            else f"keep the gradients in the inputs' dtype ({why.dtype}): nothing on the way "
+            "may start from a float32 value (a Python `0.0` that TensorFlow turns into "
+            f"float32, an `np.float32` array); {rule}",
             "exact" if why.separated else "likely",
             op=op.name,
             node=node.text,

@@ -61,6 +61,7 @@ class Raising:
     line: str | None  # that line's source text
     region: str | None  # "only when axis=None", "for every input", ...; None: not probed
     separated: bool  # the region holds on every probe (not only a list of those that raise)
+    dtype: str | None = None  # the one dtype it raises in, when it raises in no other
 
     @property
     def specific(self) -> bool:
@@ -116,6 +117,7 @@ def raising_inputs(check: NodeCheck, *, probe: bool = True) -> Raising:
         found = _outcomes(check, probes, other) if region == "for every input" else []
         if found and not any(r for _, r in found):
             region = f"only in {dtype} (in {other}, on none of the probes)"
+            return Raising(exception_name(check.failure), place, text, region, True, dtype.name)
         elif found and not all(r for _, r in found):
             region, separated = _region(check, found)
             region += f" in {other} (in {dtype}, for every input)"
