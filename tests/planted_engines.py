@@ -64,3 +64,91 @@ class SplitDropsLast(BuiltinEngine):
             return np.concatenate([*gs[:-1], np.zeros_like(gs[-1])], axis=axis)
 
         return dropped
+
+
+# -- rules that raise, hang or keep state (SPEC §6.1 `raises`, `hangs`, `stateful`) ----
+
+
+class SumRaisesOnAxisNone(BuiltinEngine):
+    """sum's VJP puts the reduced axis back with `expand_dims`, which raises
+    a TypeError for `axis=None`: the learner's `axes=None` case."""
+
+    name = "builtin+sum-raises-on-axis-none"
+
+    def vjp_rule(self, op: Op, i: int) -> VJP:
+        if op.name != "sum":
+            return super().vjp_rule(op, i)
+
+        def expanded(g, ans, x, axis, keepdims):
+            return np.broadcast_to(g if keepdims else np.expand_dims(g, axis), x.shape)
+
+        return expanded
+
+
+class MatmulReshapesBack(BuiltinEngine):
+    """matmul's VJPs reshape the product back to the operand's shape, which raises where
+    the operand was broadcast along a size-1 batch axis (its gradient is never summed)."""
+
+    name = "builtin+matmul-reshapes-back"
+
+    def vjp_rule(self, op: Op, i: int) -> VJP:
+        if op.name != "matmul":
+            return super().vjp_rule(op, i)
+
+        def reshaped(g, ans, a, b):
+            product = g @ np.swapaxes(b, -1, -2) if i == 0 else np.swapaxes(a, -1, -2) @ g
+            return product.reshape((a, b)[i].shape)
+
+        return reshaped
+
+
+class MatmulAlwaysRaises(BuiltinEngine):
+    """matmul's VJP calls a backend function the engine never defined."""
+
+    name = "builtin+matmul-always-raises"
+
+    def vjp_rule(self, op: Op, i: int) -> VJP:
+        if op.name != "matmul":
+            return super().vjp_rule(op, i)
+
+        def missing(g, ans, a, b):
+            raise AttributeError("module 'backend' has no attribute 'batched_transpose'")
+
+        return missing
+
+
+class TanhLoops(BuiltinEngine):
+    """tanh's VJP never returns: a loop whose condition never changes."""
+
+    name = "builtin+tanh-loops"
+
+    def vjp_rule(self, op: Op, i: int) -> VJP:
+        if op.name != "tanh":
+            return super().vjp_rule(op, i)
+
+        def looping(g, ans, x):
+            steps = 0
+            while steps >= 0:
+                steps += 1
+            return g * (1 - ans**2)
+
+        return looping
+
+
+class MulInPlace(BuiltinEngine):
+    """mul's VJP multiplies the other operand's value by the cotangent in place
+    (`b *= g; return b`): right the first time, but it changed the node's input, so a
+    second identical backward pass starts from `g * b` and differs."""
+
+    name = "builtin+mul-in-place"
+
+    def vjp_rule(self, op: Op, i: int) -> VJP:
+        if op.name != "mul":
+            return super().vjp_rule(op, i)
+
+        def in_place(g, ans, a, b):
+            other = (b, a)[i]
+            other *= g
+            return other
+
+        return in_place

@@ -36,7 +36,8 @@ class Diagnose:
     the reference and the verdict (`result`, which gets the hints), the inputs whose
     gradients came back stale, the run's `known` causes, and which failures to explain:
     reverse mode's (`reverse`) and those of the checks beyond it (`modes`: ``jvp``,
-    ``hvp``). `cwd` is the run's working directory, for a worker to diagnose in."""
+    ``hvp``). `cwd` is the run's working directory, for a worker to diagnose in;
+    `timeout` the case's, which a case that timed out checks its nodes within."""
 
     reference: EngineRun
     result: CaseResult
@@ -45,6 +46,7 @@ class Diagnose:
     reverse: bool = True
     modes: list[str] = field(default_factory=list)
     cwd: str = ""
+    timeout: float | None = None
 
 
 def diagnosis_step(
@@ -66,6 +68,7 @@ def diagnosis_step(
             conventions=declared_conventions(factory),
             known=list(known.causes),
             brief=known.brief,
+            timeout=request.timeout,
         )
         notes += diagnose(evidence)
     for check in request.modes:

@@ -36,6 +36,7 @@ from .mechanisms.findings import node_forward_hint, op_vjp_hint
 from .mechanisms.kinks import kink_mask
 from .mechanisms.patterns import ANALYSES, Subject
 from .mechanisms.probes import Prober
+from .mechanisms.stateful import stateful_hints
 from .run.brief import brief_note, known_hints
 from .run.ranking import dedupe, fold, rank, rank_beside_bug
 from .run.report_card import report_card
@@ -102,7 +103,9 @@ def _forward_and_stale(evidence: Evidence) -> list[Hint]:
     forward = evidence.result.forward
     if forward is not None and not forward.passed:
         hints.append(_forward_hint(evidence))
-    if evidence.stale:
+    stateful = stateful_hints(evidence) if evidence.stale and evidence.engine else []
+    hints += stateful  # a rule that keeps state, named at its op: not the driver's
+    if evidence.stale and not stateful:
         names = ", ".join(evidence.stale)
         hint = Hint(
             "stale-gradients",

@@ -35,6 +35,7 @@ class Evidence:
     # (`--diagnose=first`), one that reproduces this case spares it the probes.
     known: list[tuple[Hint, str]] = field(default_factory=list)
     brief: bool = True
+    timeout: float | None = None  # the case's: a case that timed out checks nodes within it
 
     def builtin(self) -> BuiltinEngine:
         """The builtin engine that stands for the right answer: TensorFlow's conventions,

@@ -154,7 +154,10 @@ class Checker:
         )  # fmt: skip
         if options.diagnose and (diagnose_reverse or modes):
             try:
-                request = Diagnose(reference_run_, result, stale, prior, diagnose_reverse, modes)
+                request = Diagnose(
+                    reference_run_, result, stale, prior, diagnose_reverse, modes,
+                    timeout=ticket.timeout,
+                )  # fmt: skip
                 diagnosis_notes, output = self.engines.diagnose(ticket, request)
             except WorkerLost as lost:
                 diagnosis_notes, output = [f"diagnosis stopped: {lost.message}"], lost.captured

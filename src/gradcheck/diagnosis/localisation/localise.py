@@ -269,7 +269,7 @@ def check_nodes(
             output=values[_valued(case.expression, node)],
         )
         if run:
-            _check_node(check)
+            check_node(check)
         checks.append(check)
     return checks
 
@@ -289,7 +289,8 @@ def engine_run(check: NodeCheck) -> bool:
     return True
 
 
-def _check_node(check: NodeCheck) -> None:
+def check_node(check: NodeCheck) -> None:
+    """Run `check`: the engine, then the right answer, and where they differ."""
     if not check.names or not engine_run(check):
         return
     try:

@@ -132,7 +132,7 @@ class Isolated:
         ticket = Ticket(case, ask_twice, timeout, tuple(checks))
         if case.elements < SEND_DRAWN_ELEMENTS:
             case.inputs  # noqa: B018  (drawn here, for the reference, and sent as they are)
-        message = RunCase(case, ask_twice, os.getcwd(), ticket.checks, threads)
+        message = RunCase(case, ask_twice, os.getcwd(), ticket.checks, threads, timeout)
         ticket.worker = self.pool.submit(message, timeout)
         return ticket
 

@@ -74,6 +74,7 @@ class RunCase:
     cwd: str  # the run's working directory, restored before the case
     checks: tuple[str, ...] = ("vjp",)  # what to run: gradients, JVPs, second order (`modes`)
     threads: int | None = None  # the engine's BLAS threads meanwhile (`runner.threads`)
+    timeout: float | None = None  # the parent's deadline: the engine is interrupted before
 
 
 @dataclass

@@ -110,6 +110,7 @@ def _serve(
     from ...checking.diagnosis_step import Diagnose, diagnosis_step
     from ...checking.engine_step import EngineOutcome, engine_step
     from ...engines.driver import describe, listen_to_calls
+    from ...util.deadline import TimedOut, before, interrupted_after, timed_out
     from .messages import Diagnosed, Release, RunCase
 
     listen_to_calls(phase.call)
@@ -123,12 +124,19 @@ def _serve(
             phase.stage = ""
             phase.set("starting the case")
             try:
-                with _threads_limited(message.threads):
+                # Interrupted before the parent's deadline kills this worker, a looping
+                # rule is an engine error with its line, and gets diagnosed (`hangs`).
+                limit = before(message.timeout) if message.timeout else None
+                with _threads_limited(message.threads), interrupted_after(limit):
                     outcome = engine_step(
                         message.case, factory, ask_twice=message.ask_twice, checks=message.checks
                     )
             except BaseException as e:  # KeyboardInterrupt from an engine's thread, say
                 outcome = EngineOutcome(error=f"the engine raised {describe(e)}")
+            if limit and outcome.error and f"raised {TimedOut.__name__}:" in outcome.error:
+                # Its traceback kept: where the engine was when it was stopped.
+                stopped = f" (stopped at {limit:.2g} s, to say where it was)"
+                outcome.error = timed_out(message.timeout, outcome.what) + stopped
             _flush()
             last = message.case, outcome
             reply(outcome)
