@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ....ops import get_op
 from ..rules import Fault
-from . import broadcasting, driver, elementwise, layout, reductions
+from . import broadcasting, driver, elementwise, indexing, layout, reductions, windows
 from .broadcasting import BINARY_ELEMENTWISE, BROADCASTING, UNBROADCAST
 
 CATALOGUE: tuple[Fault, ...] = (
@@ -22,6 +22,8 @@ CATALOGUE: tuple[Fault, ...] = (
     *elementwise.FAULTS,
     *reductions.FAULTS,
     *layout.FAULTS,
+    *windows.FAULTS,
+    *indexing.FAULTS,
     *driver.FAULTS,
 )
 
