@@ -13,8 +13,9 @@ also what keeps them apart from one another on a shared op:
   in windows that do not overlap (where overlap-assigned changes nothing); overlap-
   assigned's windows overlap (strides < ksize) on random values, with no ties.
 * avg_pool2d.full-window only shows where SAME pads a window: an odd total pad.
-* take/take_along_axis overwrite only where an index repeats; prod.divides-by-x only at a
-  zero.
+* take/take_along_axis overwrite only where an index repeats; prod's and cumprod's
+  divides-by-x only at a zero (cumprod's case is judged by finite differences:
+  TensorFlow's own rule is this fault).
 """
 
 from __future__ import annotations
@@ -82,6 +83,11 @@ WINDOW_CASES: dict[str, dict] = {
         "inputs": {"x": [[1.5, 0.0, 2.0], [0.5, -1.0, 3.0]]},
     },
     "cumsum.not-reversed": {"expr": "cumsum(x, axis=1)", "inputs": {"x": normal(2, 4)}},
+    "cumprod.divides-by-x": {
+        "expr": "cumprod(x, axis=1)",
+        "inputs": {"x": [[2.0, 0.0, 3.0, 4.0], [1.5, -1.0, 0.5, 2.0]]},
+        "reference": "numeric",
+    },
     "flip.not-flipped": {"expr": "flip(x, 1)", "inputs": {"x": normal(2, 3)}},
     "roll.not-inverted": {"expr": "roll(x, 1, axis=1)", "inputs": {"x": normal(2, 4)}},
 }

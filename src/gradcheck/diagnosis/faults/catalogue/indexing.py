@@ -1,10 +1,10 @@
 """Faults of the ops that pick, reorder or accumulate elements: take, take_along_axis,
-prod, cumsum, flip, roll.
+prod, cumsum, cumprod, flip, roll.
 
 A gather's gradient written with NumPy's fancy assignment (`z[idx] = g`, or the buffered
 `z[idx] += g`: the same thing on zeros) keeps one of a repeated index's shares instead of
-their sum; prod's divided by x is 0 / 0 where x holds a zero; a running sum's, a flip's
-or a roll's applied as the forward runs instead of inverted.
+their sum; prod's and cumprod's divided by x are 0 / 0 where x holds a zero; a running
+sum's, a flip's or a roll's applied as the forward runs instead of inverted.
 """
 
 from __future__ import annotations
@@ -34,6 +34,11 @@ def _assigned(index_of):
 def prod_over_x(g, ans, x, axis, keepdims):
     """Each factor's gradient as the product divided by the factor: NaN or inf at zeros."""
     return spread(g, x, axis, keepdims) * expand_reduced(ans, x.shape, axis, keepdims) / x
+
+
+def cumprod_over_x(g, ans, x, axis, exclusive, reverse):
+    """TensorFlow's cumprod rule: the backwards running sum of g * y, divided by x."""
+    return CUMSUM(g * ans, axis=axis, exclusive=exclusive, reverse=not reverse) / x
 
 
 # fmt: off
@@ -72,6 +77,15 @@ FAULTS: tuple[Fault, ...] = (
         vjps={("cumsum", 0): lambda g, ans, x, axis, exclusive, reverse: CUMSUM(
             g, axis=axis, exclusive=exclusive, reverse=reverse)},
         seen="pytorch/pytorch#1122",
+    ),
+    Fault(
+        "cumprod.divides-by-x",
+        "cumprod's VJP divides the backwards running sum of g * y by x, which is 0 / 0 = "
+        "NaN where x holds a zero (TensorFlow's rule)",
+        "at a run's first zero, use the products with that zero replaced by 1: "
+        "`cumsum(g * cumprod(np.where(first, 1, x)), reverse=not reverse)` there, 0 past it",
+        vjps={("cumprod", 0): cumprod_over_x},
+        seen="tracel-ai/burn#3864",
     ),
     Fault(
         "flip.not-flipped",

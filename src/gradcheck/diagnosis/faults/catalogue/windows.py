@@ -60,8 +60,8 @@ def cropped_from_start(g, ans, x, w, **attrs):
     o = _conv(x, w, attrs)
     xc = moved(tuple(x.shape), o.x_perm)
     padded = (xc[0], *(n + sum(p) for n, p in zip(xc[1:3], o.pads, strict=True)), xc[3])
-    attrs = {**o.attrs, "pads": ((0, 0), (0, 0))}
-    gx = CONV_INPUT_GRAD(relaid(g, o.x_perm), relaid(w, o.w_perm), x_shape=padded, **attrs)
+    unpadded = {**o.attrs, "pads": ((0, 0), (0, 0))}
+    gx = CONV_INPUT_GRAD(relaid(g, o.x_perm), relaid(w, o.w_perm), x_shape=padded, **unpadded)
     return relaid(gx[:, : xc[1], : xc[2]], o.x_back)
 
 
