@@ -1,11 +1,12 @@
-"""Faults of the windowed ops' rules: conv2d, conv2d_transpose, max_pool2d, avg_pool2d.
+"""Faults of the windowed ops' rules: conv1d, conv2d, conv2d_transpose and the max and
+average pools, 1-D and 2-D.
 
 Each wrong rule is the right one (ops/conv.py's im2col adjoints, ops/pooling.py's window
 weights) with the one thing an engine got wrong changed: the kernel not flipped, the
 stride not dilated, the padding cropped from the wrong end or split the wrong way round,
 the groups' channels interleaved, the filter's layout reshaped instead of transposed; a
-pool's gradient sent to every maximum, overlapping windows assigned
-instead of added, an average divided by the full window where SAME pads it.
+pool's gradient sent to every maximum, overlapping windows assigned instead of added, an
+average divided by the full window where SAME pads it.
 """
 
 from __future__ import annotations
@@ -20,16 +21,17 @@ from ....ops.pooling import _weights, pool_names, windows
 from ....ops.pooling import geometry as pool_geometry
 from ..rules import Fault
 
-# -- conv2d ------------------------------------------------------------------------------
+# -- conv1d and conv2d -------------------------------------------------------------------
+# The rules take the rank from x (N, spatial..., C in some order): one rule for both ops.
 
 
 def _conv(x, w, attrs: dict[str, Any]) -> Geometry:
-    return geometry(2, tuple(np.shape(x)), tuple(np.shape(w)), **attrs)
+    return geometry(np.ndim(x) - 2, tuple(np.shape(x)), tuple(np.shape(w)), **attrs)
 
 
 def _input_grad(g, x, w, o: Geometry, wc=None, **changed):
-    """conv2d's VJP for x in the im2col layout, with `wc` (the filter, channels last)
-    or one of the geometry's attributes changed."""
+    """The VJP for x in the im2col layout, with `wc` (the filter, channels last) or one
+    of the geometry's attributes changed."""
     xc = moved(tuple(x.shape), o.x_perm)
     wc = relaid(w, o.w_perm) if wc is None else wc
     gx = CONV_INPUT_GRAD(relaid(g, o.x_perm), wc, x_shape=xc, **{**o.attrs, **changed})
@@ -37,7 +39,7 @@ def _input_grad(g, x, w, o: Geometry, wc=None, **changed):
 
 
 def _filter_grad(g, x, w, o: Geometry, xc=None, **changed):
-    """conv2d's VJP for w in the im2col layout (HWIO), not yet put back in w's layout."""
+    """The VJP for w in the im2col layout (*kernel, in, out), not yet in w's layout."""
     xc = relaid(x, o.x_perm) if xc is None else xc
     wc = moved(tuple(w.shape), o.w_perm)
     return CONV_FILTER_GRAD(xc, relaid(g, o.x_perm), w_shape=wc, **{**o.attrs, **changed})
@@ -46,23 +48,25 @@ def _filter_grad(g, x, w, o: Geometry, xc=None, **changed):
 def unflipped_kernel(g, ans, x, w, **attrs):
     """x's gradient as a full correlation of g with w: the kernel is never rotated."""
     o = _conv(x, w, attrs)
-    return _input_grad(g, x, w, o, wc=relaid(w, o.w_perm)[::-1, ::-1])
+    taps = (slice(None, None, -1),) * len(o.strides)
+    return _input_grad(g, x, w, o, wc=relaid(w, o.w_perm)[taps])
 
 
 def undilated_stride(g, ans, x, w, **attrs):
     """g's windows put back one element apart, as if the stride were 1."""
     o = _conv(x, w, attrs)
-    return _input_grad(g, x, w, o, strides=(1, 1))
+    return _input_grad(g, x, w, o, strides=(1,) * len(o.strides))
 
 
 def cropped_from_start(g, ans, x, w, **attrs):
     """The padded input's gradient cut to x's size from its start, not after the pad."""
     o = _conv(x, w, attrs)
     xc = moved(tuple(x.shape), o.x_perm)
-    padded = (xc[0], *(n + sum(p) for n, p in zip(xc[1:3], o.pads, strict=True)), xc[3])
-    unpadded = {**o.attrs, "pads": ((0, 0), (0, 0))}
+    spatial = xc[1:-1]
+    padded = (xc[0], *(n + sum(p) for n, p in zip(spatial, o.pads, strict=True)), xc[-1])
+    unpadded = {**o.attrs, "pads": ((0, 0),) * len(spatial)}
     gx = CONV_INPUT_GRAD(relaid(g, o.x_perm), relaid(w, o.w_perm), x_shape=padded, **unpadded)
-    return relaid(gx[:, : xc[1], : xc[2]], o.x_back)
+    return relaid(gx[(slice(None), *(slice(n) for n in spatial))], o.x_back)
 
 
 def _swapped(pads) -> tuple:
@@ -89,9 +93,70 @@ def interleaved_groups(g, ans, x, w, **attrs):
 
 
 def reshaped_filter(g, ans, x, w, **attrs):
-    """The HWIO filter gradient reshaped to w's shape instead of transposed to w's layout."""
+    """The channels-last filter gradient reshaped to w's shape instead of transposed."""
     o = _conv(x, w, attrs)
     return np.reshape(_filter_grad(g, x, w, o), np.shape(w))
+
+
+def _conv_faults(op: str, flipped: str, last: str, first: str, back: str) -> tuple[Fault, ...]:
+    """conv1d's or conv2d's faults: `flipped` the kernel rotated in the channels-last
+    layout `last`, `back` the transpose from it to the channels-first filter `first`."""
+    return (
+        Fault(
+            f"{op}.kernel-not-flipped",
+            f"{op}'s VJP for x correlates the upstream gradient with the kernel as it is: the "
+            "input gradient is a full convolution, with the kernel's spatial axes reversed",
+            "reverse the kernel's spatial axes: `conv_backprop_input(g, w, ...)` is the full "
+            f"correlation of g with `{flipped}` ({last}), not with w",
+            vjps={(op, 0): unflipped_kernel},
+            seen="nntrainer/nntrainer#705",
+        ),
+        Fault(
+            f"{op}.stride-not-dilated",
+            f"{op}'s VJP for x puts the upstream gradient's windows back one element apart: "
+            "with strides > 1, g must be dilated by the stride (zeros between its elements)",
+            "dilate g by the strides before the full convolution: output i's window starts "
+            "at `i * strides`, as `conv_backprop_input(g, w, x.shape, strides, ...)` places it",
+            vjps={(op, 0): undilated_stride},
+            seen="yonghenglh6/DepthwiseConvolution#20",
+        ),
+        Fault(
+            f"{op}.crop-from-start",
+            f"{op}'s VJP for x crops the padded input's gradient from its start: the padding "
+            "before each spatial axis must be cut off, not the end of the array",
+            "crop the pads: `gx_padded[:, pad_before:pad_before + n]` along each spatial axis",
+            vjps={(op, 0): cropped_from_start},
+            seen="data61/MP-SPDZ#1206",
+        ),
+        Fault(
+            f"{op}.same-pad-before",
+            f"{op}'s VJPs put SAME's odd padding element before each spatial axis: "
+            "TensorFlow puts it after (pad_before = total // 2)",
+            "split SAME's total pad as TensorFlow does: `(total // 2, total - total // 2)`",
+            vjps={(op, 0): swapped_pads_x, (op, 1): swapped_pads_w},
+            seen="meta-pytorch/opacus#451",
+        ),
+        Fault(
+            f"{op}.groups-interleaved",
+            f"{op}'s VJP for w takes group k's input channels as every groups-th channel "
+            "(k, k + groups, ...) instead of the k-th block of C // groups channels",
+            "split the channels in blocks: `x[..., k * C // groups:(k + 1) * C // groups]` "
+            "is group k's",
+            vjps={(op, 1): interleaved_groups},
+            seen="pytorch/pytorch#51430",
+        ),
+        Fault(
+            f"{op}.filter-reshaped",
+            f"{op}'s VJP for w computes the gradient as {last} and reshapes it to {first}: "
+            "the axes must be transposed, not reshaped",
+            f"transpose the filter gradient to w's layout: `np.transpose(gw, {back})` for {first}",
+            vjps={(op, 1): reshaped_filter},
+            seen="nntrainer/nntrainer#705",
+        ),
+    )
+
+
+# -- conv2d_transpose --------------------------------------------------------------------
 
 
 def transpose_swapped_pads(g, ans, x, w, output_shape, strides, padding, data_format):
@@ -102,13 +167,18 @@ def transpose_swapped_pads(g, ans, x, w, output_shape, strides, padding, data_fo
     return relaid(CONV(relaid(g, o.x_perm), w, **attrs), o.x_back)
 
 
-# -- max_pool2d and avg_pool2d -----------------------------------------------------------
+# -- the max and average pools ------------------------------------------------------------
+# As the convolutions' rules, the pools' take the rank from x: one rule for 1-D and 2-D.
+
+
+def _rank(x) -> int:
+    return np.ndim(x) - 2
 
 
 def _scatter(shares, x, attrs: dict[str, Any], *, add: bool = True):
     """Each window's shares put back where the window sits: added (np.add.at), or
     assigned (`view[...] = shares`: where windows overlap the last one wins)."""
-    names = pool_names(x, rank=2, **attrs)
+    names = pool_names(x, rank=_rank(x), **attrs)
     z = np.zeros(np.pad(x, names["pad_width"]).shape, shares.dtype)
     view = np.lib.stride_tricks.sliding_window_view(
         z, names["ksize"], names["spatial"], writeable=True
@@ -120,81 +190,62 @@ def _scatter(shares, x, attrs: dict[str, Any], *, add: bool = True):
     return z[names["unpadded"]]
 
 
-def _spread(g):
+def _spread(g, x):
     """Each window's cotangent against its elements: g with the window's axes."""
-    return np.asarray(g)[..., None, None]
+    return np.asarray(g)[(..., *(None,) * _rank(x))]
 
 
 def max_all_maxima(g, ans, x, **attrs):
-    hit = windows(x, pool_geometry(x.shape, rank=2, **attrs), -np.inf) == _spread(ans)
-    return _scatter(_spread(g) * hit, x, attrs)
+    hit = windows(x, pool_geometry(x.shape, rank=_rank(x), **attrs), -np.inf) == _spread(ans, x)
+    return _scatter(_spread(g, x) * hit, x, attrs)
 
 
 def max_assigned(g, ans, x, **attrs):
-    first = _weights(x, "max", pool_geometry(x.shape, rank=2, **attrs))
-    return _scatter(_spread(g) * first, x, attrs, add=False)
+    first = _weights(x, "max", pool_geometry(x.shape, rank=_rank(x), **attrs))
+    return _scatter(_spread(g, x) * first, x, attrs, add=False)
 
 
 def avg_full_window(g, ans, x, **attrs):
-    ksize = pool_names(x, rank=2, **attrs)["ksize"]
-    return _scatter(_spread(g) * np.full(ksize, 1 / np.prod(ksize)), x, attrs)
+    ksize = pool_names(x, rank=_rank(x), **attrs)["ksize"]
+    return _scatter(_spread(g, x) * np.full(ksize, 1 / np.prod(ksize)), x, attrs)
 
 
-# fmt: off
+def _pool_faults(rank: int) -> tuple[Fault, ...]:
+    axes = ", ".join(str(-a) for a in range(rank, 0, -1))
+    return (
+        Fault(
+            f"max_pool{rank}d.all-maxima",
+            f"max_pool{rank}d's VJP gives a window's whole gradient to every element tied "
+            "for its maximum: TensorFlow gives it to the first maximum only",
+            "mask the first maximum of each window: `hit & (np.cumsum(hit, -1) == 1)` over "
+            "the flattened window",
+            vjps={(f"max_pool{rank}d", 0): max_all_maxima},
+            seen="Theano/Theano#5248",
+        ),
+        Fault(
+            f"max_pool{rank}d.overlap-assigned",
+            f"max_pool{rank}d's VJP assigns each window's gradient where overlapping windows "
+            "share an element, so the last window wins: the shares must be added",
+            "accumulate the windows' shares: `np.add.at(view, (), shares)`, not "
+            "`view[...] = shares`",
+            vjps={(f"max_pool{rank}d", 0): max_assigned},
+            seen="ahrefs/ocannl#512",
+        ),
+        Fault(
+            f"avg_pool{rank}d.full-window",
+            f"avg_pool{rank}d's VJP divides by the full window size where SAME padding cuts a "
+            "window short: TensorFlow averages over the in-bounds elements only",
+            "divide by each window's in-bounds count: `n = np.sum(windows(np.ones_like(x)), "
+            f"({axes}))`, not `np.prod(ksize)`",
+            vjps={(f"avg_pool{rank}d", 0): avg_full_window},
+            seen="tracel-ai/burn#5604",
+        ),
+    )
+
+
 FAULTS: tuple[Fault, ...] = (
-    Fault(
-        "conv2d.kernel-not-flipped",
-        "conv2d's VJP for x correlates the upstream gradient with the kernel as it is: the "
-        "input gradient is a full convolution, with the kernel rotated 180 degrees",
-        "rotate the kernel's spatial axes: `conv_backprop_input(g, w, ...)` is the full "
-        "correlation of g with `w[::-1, ::-1]` (HWIO), not with w",
-        vjps={("conv2d", 0): unflipped_kernel},
-        seen="nntrainer/nntrainer#705",
-    ),
-    Fault(
-        "conv2d.stride-not-dilated",
-        "conv2d's VJP for x puts the upstream gradient's windows back one element apart: "
-        "with strides > 1, g must be dilated by the stride (zeros between its elements) first",
-        "dilate g by the strides before the full convolution: window (i, j) starts at "
-        "`(i * strides[0], j * strides[1])`, as `conv_backprop_input(g, w, x.shape, strides, ...)` "
-        "places it",
-        vjps={("conv2d", 0): undilated_stride},
-        seen="yonghenglh6/DepthwiseConvolution#20",
-    ),
-    Fault(
-        "conv2d.crop-from-start",
-        "conv2d's VJP for x crops the padded input's gradient from its start: the padding "
-        "before each spatial axis must be cut off, not the end of the array",
-        "crop the pads: `gx_padded[:, pad_top:pad_top + H, pad_left:pad_left + W]`",
-        vjps={("conv2d", 0): cropped_from_start},
-        seen="data61/MP-SPDZ#1206",
-    ),
-    Fault(
-        "conv2d.same-pad-before",
-        "conv2d's VJPs put SAME's odd padding element before each spatial axis: TensorFlow "
-        "puts it after (pad_before = total // 2)",
-        "split SAME's total pad as TensorFlow does: `(total // 2, total - total // 2)`",
-        vjps={("conv2d", 0): swapped_pads_x, ("conv2d", 1): swapped_pads_w},
-        seen="meta-pytorch/opacus#451",
-    ),
-    Fault(
-        "conv2d.groups-interleaved",
-        "conv2d's VJP for w takes group k's input channels as every groups-th channel "
-        "(k, k + groups, ...) instead of the k-th block of C // groups channels",
-        "split the channels in blocks: `x[..., k * C // groups:(k + 1) * C // groups]` is "
-        "group k's",
-        vjps={("conv2d", 1): interleaved_groups},
-        seen="pytorch/pytorch#51430",
-    ),
-    Fault(
-        "conv2d.filter-reshaped",
-        "conv2d's VJP for w computes the gradient as HWIO and reshapes it to OIHW: the "
-        "axes must be transposed, not reshaped",
-        "transpose the filter gradient to w's layout: `np.transpose(gw, (3, 2, 0, 1))` "
-        "for OIHW",
-        vjps={("conv2d", 1): reshaped_filter},
-        seen="nntrainer/nntrainer#705",
-    ),
+    *_conv_faults("conv2d", "w[::-1, ::-1]", "HWIO", "OIHW", "(3, 2, 0, 1)"),
+    *_conv_faults("conv1d", "w[::-1]", "WIO", "OIW", "(2, 1, 0)"),
     Fault(
         "conv2d_transpose.same-pad-before",
         "conv2d_transpose's VJP for x (a conv2d of g) puts SAME's odd padding element "
@@ -204,31 +255,6 @@ FAULTS: tuple[Fault, ...] = (
         vjps={("conv2d_transpose", 0): transpose_swapped_pads},
         seen="robertknight/rten#1399",
     ),
-    Fault(
-        "max_pool2d.all-maxima",
-        "max_pool2d's VJP gives a window's whole gradient to every element tied for its "
-        "maximum: TensorFlow gives it to the first maximum only",
-        "mask the first maximum of each window: `hit & (np.cumsum(hit, -1) == 1)` over "
-        "the flattened window",
-        vjps={("max_pool2d", 0): max_all_maxima},
-        seen="Theano/Theano#5248",
-    ),
-    Fault(
-        "max_pool2d.overlap-assigned",
-        "max_pool2d's VJP assigns each window's gradient where overlapping windows share an "
-        "element, so the last window wins: the shares must be added",
-        "accumulate the windows' shares: `np.add.at(view, (), shares)`, not `view[...] = shares`",
-        vjps={("max_pool2d", 0): max_assigned},
-        seen="ahrefs/ocannl#512",
-    ),
-    Fault(
-        "avg_pool2d.full-window",
-        "avg_pool2d's VJP divides by the full window size where SAME padding cuts a "
-        "window short: TensorFlow averages over the in-bounds elements only",
-        "divide by each window's in-bounds count: `n = np.sum(windows(np.ones_like(x)), "
-        "(-2, -1))`, not `np.prod(ksize)`",
-        vjps={("avg_pool2d", 0): avg_full_window},
-        seen="tracel-ai/burn#5604",
-    ),
+    *_pool_faults(2),
+    *_pool_faults(1),
 )
-# fmt: on
