@@ -53,3 +53,16 @@ def test_a_planted_fault_is_named_exactly_on_the_shipped_cases_of_its_op(
         )
         shown.append(case.name)
     assert shown, f"no shipped case shows {fault.name}"
+
+
+def test_autograd_s_historical_take_bug_is_named_take_overwrite(shipped: list[Case]):
+    """HIPS/autograd#39 as it was written (`z[indices] += g`), not the catalogue's copy of
+    it: on the shipped gathers the diagnosis names it by the catalogue's entry."""
+    from planted_engines import TakeAddsBuffered
+
+    cases = [case for case in shipped if uses(case, frozenset({"take"}))]
+    result = run(cases, TakeAddsBuffered, RunOptions())
+    failed = [case for case in result.cases if case.status == "failed"]
+    assert failed
+    for case in failed:
+        assert case.hints[0].code == "fault:take.overwrite", (case.name, case.hints[0].code)
