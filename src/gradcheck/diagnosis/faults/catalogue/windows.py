@@ -177,7 +177,8 @@ def _rank(x) -> int:
 
 def _scatter(shares, x, attrs: dict[str, Any], *, add: bool = True):
     """Each window's shares put back where the window sits: added (np.add.at), or
-    assigned (`view[...] = shares`: where windows overlap the last one wins)."""
+    assigned window by window in row-major order (`dx[window] = share`), so that where
+    windows overlap the last one wins."""
     names = pool_names(x, rank=_rank(x), **attrs)
     z = np.zeros(np.pad(x, names["pad_width"]).shape, shares.dtype)
     view = np.lib.stride_tricks.sliding_window_view(
@@ -186,7 +187,12 @@ def _scatter(shares, x, attrs: dict[str, Any], *, add: bool = True):
     if add:
         np.add.at(view, (), shares)
     else:
-        view[...] = shares
+        out = [view.shape[axis] for axis in names["spatial"]]
+        for at in np.ndindex(*out):  # one window at a time: the order decides who wins
+            window = [slice(None)] * x.ndim
+            for axis, i in zip(names["spatial"], at, strict=True):
+                window[axis] = i
+            view[tuple(window)] = shares[tuple(window)]
     return z[names["unpadded"]]
 
 
