@@ -217,7 +217,7 @@ def avg_full_window(g, ans, x, **attrs):
 
 
 def _pool_faults(rank: int) -> tuple[Fault, ...]:
-    axes = ", ".join(str(-a) for a in range(rank, 0, -1))
+    axes = tuple(range(-rank, 0))  # the window's axes, last
     return (
         Fault(
             f"max_pool{rank}d.all-maxima",
@@ -242,7 +242,7 @@ def _pool_faults(rank: int) -> tuple[Fault, ...]:
             f"avg_pool{rank}d's VJP divides by the full window size where SAME padding cuts a "
             "window short: TensorFlow averages over the in-bounds elements only",
             "divide by each window's in-bounds count: `n = np.sum(windows(np.ones_like(x)), "
-            f"({axes}))`, not `np.prod(ksize)`",
+            f"{axes})`, not `np.prod(ksize)`",
             vjps={(f"avg_pool{rank}d", 0): avg_full_window},
             seen="tracel-ai/burn#5604",
         ),
