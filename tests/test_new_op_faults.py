@@ -66,3 +66,19 @@ def test_autograd_s_historical_take_bug_is_named_take_overwrite(shipped: list[Ca
     assert failed
     for case in failed:
         assert case.hints[0].code == "fault:take.overwrite", (case.name, case.hints[0].code)
+
+
+@pytest.mark.parametrize("name", ["conv", "pooling", "gathers", "products", "layout", "kinks"])
+def test_the_corpus_window_engine_passes_the_shipped_cases_of_its_ops_clean(name: str):
+    """The base engine of the corpus's window bugs is correct: each bug's failure is its own."""
+    from corpus import WINDOW_ENGINE
+    from test_corpus import engine
+
+    result = run(load_paths([SHIPPED / f"{name}.yaml"]), engine(WINDOW_ENGINE), RunOptions())
+    trouble = [
+        (case.name, case.status, case.message)
+        for case in result.cases
+        if case.status not in ("passed", "skipped") or case.hints
+    ]
+    assert not trouble
+    assert any(case.status == "passed" for case in result.cases)
