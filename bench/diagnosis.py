@@ -14,6 +14,8 @@
    diagnosis (`--diagnose=first`, the default) vs `--no-diagnose` (target: at most 2x),
    and `--diagnose=all` beside it. References come from a warm cache, as in a CLI run
    after the first, so the ratio is of gradcheck's own work.
+5. The same suite with one planted conv bug instead (`conv2d.kernel-not-flipped`):
+   `--diagnose=first` vs `--no-diagnose` (target: at most 2x).
 
     python bench/diagnosis.py
 
@@ -33,6 +35,7 @@ if os.environ.setdefault("OPENBLAS_NUM_THREADS", "1") == "0":  # before NumPy is
 
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from gradcheck.cases import Case, load_file, load_paths
@@ -170,29 +173,49 @@ def load_recovery_cases() -> list[Case]:
         return [c for c in load_file(path) if isinstance(c, Case)]
 
 
-def whole_suite() -> float:
+SUITE_MODES: dict[str, bool | str] = {
+    "--no-diagnose": False,
+    "--diagnose=first": "first",
+    "--diagnose=all": "all",
+}
+
+
+def whole_suite(
+    factory: Callable[[], FaultyEngine] = leading_only,
+    bug: str = "broadcast.leading-only",
+    modes: dict[str, bool | str] = SUITE_MODES,
+) -> float:
     """The shipped suite, one planted bug: each mode's best of SUITE_TURNS, taken in turn."""
     with tempfile.TemporaryDirectory() as tmp:
         cache = ReferenceCache(Path(tmp))
         cases = load_paths([Path("cases")])
-        modes = {"--no-diagnose": False, "--diagnose=first": "first", "--diagnose=all": "all"}
-        run(cases, leading_only, RunOptions(diagnose=False, cache=cache))  # warm the cache
+        run(cases, factory, RunOptions(diagnose=False, cache=cache))  # warm the cache
         best = dict.fromkeys(modes, float("inf"))
         for _ in range(SUITE_TURNS):
             for label, mode in modes.items():
                 start = time.perf_counter()
-                result = run(cases, leading_only, RunOptions(diagnose=mode, cache=cache))
+                result = run(cases, factory, RunOptions(diagnose=mode, cache=cache))
                 best[label] = min(best[label], time.perf_counter() - start)
     plain = best["--no-diagnose"]
     failing = result.count("failed") + result.count("error")
     print(
-        f"shipped suite ({len(cases)} cases, {failing} failing), broadcast.leading-only: "
+        f"shipped suite ({len(cases)} cases, {failing} failing), {bug}: "
         + ", ".join(f"{label} {seconds:.2f}s" for label, seconds in best.items())
         + f"; {len(result.root_causes)} root cause(s)"
     )
-    for label in ("--diagnose=first", "--diagnose=all"):
-        print(f"  {label} / --no-diagnose: {best[label] / plain:.2f}x")
+    for label, mode in modes.items():
+        if mode:  # each diagnosing mode against --no-diagnose
+            print(f"  {label} / --no-diagnose: {best[label] / plain:.2f}x")
     return best["--diagnose=first"] / plain
+
+
+def conv_bug_suite() -> float:
+    """The shipped suite with one planted conv bug (issue 25): conv2d's input gradient
+    with its kernel not flipped fails every case that uses conv2d; `--diagnose=first`
+    diagnoses the first in full and the others by the fault it found."""
+    fault = FAULTS["conv2d.kernel-not-flipped"]
+    first = {label: SUITE_MODES[label] for label in ("--no-diagnose", "--diagnose=first")}
+    return whole_suite(lambda: FaultyEngine(fault), fault.name, first)
 
 
 def main() -> None:
@@ -215,6 +238,8 @@ def main() -> None:
         recovery(case)
     suite = whole_suite()
     print(f"run with diagnosis / without on the shipped suite: {suite:.2f}x (target <= 2x)")
+    conv = conv_bug_suite()
+    print(f"the same with a planted conv bug: {conv:.2f}x (target <= 2x)")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Catalogue faults as engine files, for tests that run the command line
 (`--engine tests/planted_engines.py:LeadingOnly`): the builtin engine with one fault;
-and one historical bug the catalogue has no entry for yet (`TakeAddsBuffered`)."""
+and historical bugs written as they were, not as the catalogue has them (`TakeAddsBuffered`:
+the catalogue's take.overwrite)."""
 
 import numpy as np
 

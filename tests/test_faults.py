@@ -35,6 +35,7 @@ import pytest
 import yaml
 
 from fault_cases_norms import NORM_CASES
+from fault_cases_windows import WINDOW_CASES
 from gradcheck.cases import Case, load_file
 from gradcheck.comparison.compare import compare
 from gradcheck.diagnosis.faults.fingerprints import used_ops
@@ -134,6 +135,7 @@ FAULT_CASES: dict[str, dict] = {
     "backprop.traversal-order": {"expr": "h = exp(x)\nh + sin(h)", "inputs": {"x": normal(2, 3)}},
     "backprop.no-upstream": {"expr": "sin(exp(x))", "inputs": {"x": normal(2, 3)}},
     **NORM_CASES,
+    **WINDOW_CASES,
 }
 
 
@@ -185,7 +187,8 @@ def test_fault_names_are_unique_and_well_formed():
     assert len(names) == len(set(names))
     assert list(FAULTS) == names
     for fault in CATALOGUE:
-        assert re.fullmatch(r"[a-z_]+\.[a-z-]+", fault.name), fault.name
+        # an op's name may hold digits (conv2d, max_pool2d); a variant's does not
+        assert re.fullmatch(r"[a-z][a-z0-9_]*\.[a-z-]+", fault.name), fault.name
         prefix = fault.name.split(".")[0]
         assert has_op(prefix) or prefix in SHARED_STEPS, fault.name
         assert fault.code == f"fault:{fault.name}"

@@ -10,6 +10,9 @@ no hint at all:
 
 A fourth, `linalg_engine.py`, is the tape engine with the norms, losses, clip, solvers and
 einsum, where the catalogue faults of those ops are planted (`linalg_bugs.py`).
+`window_engine.py` adds the windowed and indexed ops to the tape engine (their rules
+gradcheck's own), for `window_bugs.py`'s bugs of those ops, each shown by a shipped case;
+it is checked clean on the shipped cases of its ops apart (`WINDOW_ENGINE`).
 
 Every `Bug` is a small subclass of one of them with exactly one planted bug (its
 docstring says which), the corpus case that shows it, and the hint gradcheck must put
@@ -72,11 +75,16 @@ CORRECT_ENGINES: list[str] = [
 # ops, since the fuzzer's 500 examples never draw cholesky or triangular_solve among 45.
 LINALG_ENGINE = "tests/corpus/linalg_engine.py:Engine"
 
+# The base of window_bugs.py, checked clean on the shipped cases of its ops apart
+# (test_new_op_faults.py): fuzzed over all its ops, 500 examples reach only some of them.
+WINDOW_ENGINE = "tests/corpus/window_engine.py:Engine"
+
 _TAPE = "tests/corpus/tape_bugs.py"
 _CLOSURE = "tests/corpus/closure_bugs.py"
 _TFOP = "tests/corpus/tfop_bugs.py"
 _LINALG = "tests/corpus/linalg_bugs.py"
 _NORMS_LINALG = f"{CASES}/norms_linalg.yaml"
+_WINDOW = "tests/corpus/window_bugs.py"
 
 
 def _driver(engine: str, k: str, mechanism: str, node: str) -> Bug:
@@ -305,5 +313,45 @@ BUGS: list[Bug] = [
     # -- bugs the catalogue does not know: the other checks ----------------------------
     Bug(f"{_TAPE}:SigmoidForwardIsTanh", f"{CASES}/elementwise.yaml", "sigmoid_alone",
         "forward-mismatch"),
+    # -- the windowed and indexed ops' faults, on the shipped cases that show them ------
+    *(Bug(f"{_WINDOW}:{cls}", f"cases/{file}.yaml", k, f"fault:{fault}")
+      for cls, file, k, fault in [
+          ("Conv2dKernelNotFlipped", "conv", "conv2d_valid", "conv2d.kernel-not-flipped"),
+          ("Conv1dKernelNotFlipped", "conv", "conv1d_valid", "conv1d.kernel-not-flipped"),
+          ("Conv2dStrideNotDilated", "conv", "conv2d_depthwise_nchw",
+           "conv2d.stride-not-dilated"),
+          ("Conv1dStrideNotDilated", "conv", "conv1d_same_stride2_even_kernel",
+           "conv1d.stride-not-dilated"),
+          ("Conv2dCropFromStart", "conv", "conv2d_nchw_oihw_int_padding",
+           "conv2d.crop-from-start"),
+          ("Conv1dCropFromStart", "conv", "conv1d_ncw_oiw_dilated", "conv1d.crop-from-start"),
+          ("Conv2dSamePadBefore", "conv", "conv2d_same_stride2_even_kernel",
+           "conv2d.same-pad-before"),
+          ("Conv1dSamePadBefore", "conv", "conv1d_groups", "conv1d.same-pad-before"),
+          ("Conv2dGroupsInterleaved", "conv", "conv2d_groups", "conv2d.groups-interleaved"),
+          ("Conv1dGroupsInterleaved", "conv", "conv1d_groups", "conv1d.groups-interleaved"),
+          ("Conv2dFilterReshaped", "conv", "conv2d_nchw_oihw_int_padding",
+           "conv2d.filter-reshaped"),
+          ("Conv1dFilterReshaped", "conv", "conv1d_ncw_oiw_dilated", "conv1d.filter-reshaped"),
+          ("Conv2dTransposeSamePadBefore", "conv", "conv2d_transpose_stride2_same",
+           "conv2d_transpose.same-pad-before"),
+          ("MaxPool2dAllMaxima", "kinks", "max_pool2d_ties_first", "max_pool2d.all-maxima"),
+          ("MaxPool1dAllMaxima", "kinks", "max_pool1d_ties_same", "max_pool1d.all-maxima"),
+          ("MaxPool2dOverlapAssigned", "pooling", "max_pool2d_overlapping",
+           "max_pool2d.overlap-assigned"),
+          ("MaxPool1dOverlapAssigned", "pooling", "max_pool1d_overlapping",
+           "max_pool1d.overlap-assigned"),
+          ("AvgPool2dFullWindow", "pooling", "avg_pool2d_same_counts_inbounds",
+           "avg_pool2d.full-window"),
+          ("AvgPool1dFullWindow", "pooling", "avg_pool1d_ncw_same", "avg_pool1d.full-window"),
+          ("TakeOverwrite", "gathers", "take_repeated_indices", "take.overwrite"),
+          ("TakeAlongAxisOverwrite", "gathers", "take_along_axis_rows",
+           "take_along_axis.overwrite"),
+          ("ProdDividesByX", "products", "prod_one_zero_and_two_zeros", "prod.divides-by-x"),
+          ("CumsumNotReversed", "products", "cumsum_backwards", "cumsum.not-reversed"),
+          ("CumprodDividesByX", "products", "cumprod_at_zeros", "cumprod.divides-by-x"),
+          ("FlipNotFlipped", "shapes", "flip_two_axes", "flip.not-flipped"),
+          ("RollNotInverted", "layout", "roll_negative_two_axes", "roll.not-inverted"),
+      ]),
 ]
 # fmt: on

@@ -14,7 +14,17 @@ from __future__ import annotations
 
 from ....ops import get_op
 from ..rules import Fault
-from . import broadcasting, driver, elementwise, layout, linalg, norms, reductions
+from . import (
+    broadcasting,
+    driver,
+    elementwise,
+    indexing,
+    layout,
+    linalg,
+    norms,
+    reductions,
+    windows,
+)
 from .broadcasting import BINARY_ELEMENTWISE, BROADCASTING, UNBROADCAST
 
 CATALOGUE: tuple[Fault, ...] = (
@@ -22,6 +32,8 @@ CATALOGUE: tuple[Fault, ...] = (
     *elementwise.FAULTS,
     *reductions.FAULTS,
     *layout.FAULTS,
+    *windows.FAULTS,
+    *indexing.FAULTS,
     *norms.FAULTS,
     *linalg.FAULTS,
     *driver.FAULTS,
