@@ -20,7 +20,7 @@ import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,7 @@ from ...ops import ShapeError, unbroadcast
 from ...ops.broadcast import fmt_shape, sums_back
 from ..faults.planted import CATALOGUE, Fault, FaultyEngine
 from ..localisation.localise import NodeCheck
+from . import windows
 from .findings import Finding
 from .patterns import nice as nice_factor
 from .regions import describe
@@ -138,6 +139,7 @@ class Prober:
     def probes(self) -> tuple[Callable[[int, np.ndarray, np.ndarray], Finding | None], ...]:
         return (
             self._fingerprint,
+            partial(windows.find, self),  # pools, convolutions, gathers, roll, cumsum
             self._shape,
             self._nan_region,
             self._zero,

@@ -1,0 +1,167 @@
+"""Mechanism probes of windowed and indexed ops (SPEC §6.1; issue 25): pools, convolutions,
+gathers, pad, roll and the cumulative ops.
+
+Their rules go wrong in ways the generic probes of `probes.Prober` cannot name (a window's
+gradient sent to the wrong element is neither zero nor a factor of the right one), so each
+probe here runs the engine's rule for the node alone on designed cotangents and inputs and
+compares it with the right VJP on the same ones:
+
+* a spike cotangent (one output element 1, the rest 0) shows where that element's gradient
+  goes: to the window's maximum, to the whole window, to another element of it, divided by
+  the full window at a padded border, rolled by the wrong shift, accumulated the wrong way
+  along a cumulative axis (`spikes`);
+* the right VJP split into each output element's contribution shows an element read by
+  several outputs (a repeated index, overlapping windows, a mirrored pad) that kept one
+  contribution instead of their sum (`not_accumulated`);
+* the kernel flipped along its spatial axes shows a convolution's orientation (`flipped`);
+* the right VJP with its axes permuted shows a layout read the wrong way (`permuted`).
+
+A probe answers only when every probed element fits its mechanism; anything else is None,
+and the next probe (in the end `formula`) decides.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...engines.driver import EngineFailure, Unsupported
+from ...ops import ShapeError
+from .findings import Finding
+from .spikes import MAX_SPIKES, POOLS, not_reversed, pool_spikes, right_spike, rolled
+
+if TYPE_CHECKING:
+    from .probes import Prober
+
+Probe = Callable[["Prober", int, np.ndarray, np.ndarray], "Finding | None"]
+
+CONVS = frozenset({"conv1d", "conv2d", "conv2d_transpose"})
+GATHERS = frozenset({"take", "take_along_axis", "embedding"})
+# Where an element of the argument is read by several output elements, in each op's terms.
+_SHARED = {
+    **dict.fromkeys(GATHERS, "where an index repeats"),
+    **dict.fromkeys(POOLS | CONVS, "where windows overlap"),
+    "pad": "where the padding mirrors x",
+}
+
+
+def find(prober: Prober, arg: int, want: np.ndarray, got: np.ndarray) -> Finding | None:
+    """The first window or index mechanism that fits the node's argument `arg`."""
+    check = prober.check
+    if check.check != "vjp" or check.node.part is not None or check.numeric_right:
+        return None
+    for probe in (permuted, flipped, not_accumulated, pool_spikes, rolled, not_reversed):
+        try:
+            finding = probe(prober, arg, want, got)
+        except (EngineFailure, Unsupported, ShapeError):
+            finding = None  # the engine cannot run the designed inputs: no evidence
+        if finding is not None:
+            return finding
+    return None
+
+
+def permuted(prober: Prober, arg: int, want: np.ndarray, got: np.ndarray) -> Finding | None:
+    """The right values with the axes in another order (a filter's HWIO read as OIHW)."""
+    if want.shape == got.shape or sorted(want.shape) != sorted(got.shape) or want.ndim > 6:
+        return None
+    if _squeezed(want.shape) == _squeezed(got.shape):
+        return None  # only size-1 axes moved: a reshape, the shape probe's
+    for perm in itertools.permutations(range(want.ndim)):
+        moved = np.transpose(want, perm)
+        if moved.shape == got.shape and prober.check.same(moved, got):
+            return Finding(
+                "transposed",
+                f"has the right values with its axes permuted as {list(perm)} "
+                f"(shape {tuple(got.shape)} for {tuple(want.shape)}): a layout read the wrong way",
+                f"lay the gradient out as the argument is: np.transpose(t, {_inverse(perm)})",
+                axes=list(perm),
+            )
+    return None
+
+
+def flipped(prober: Prober, arg: int, want: np.ndarray, got: np.ndarray) -> Finding | None:
+    """A convolution's rule with its kernel turned round along the spatial axes."""
+    check = prober.check
+    op = check.node.op
+    if op.name not in CONVS or want.shape != got.shape or "a1" not in check.inputs:
+        return None
+    axes = _filter_spatial(op.name, check.node.attrs, check.inputs["a1"].ndim)
+    if arg == 0:
+        inputs = {**check.inputs, "a1": np.flip(check.inputs["a1"], axes).copy()}
+        turned = check.right(check.cotangent, inputs).grads["a0"]
+        which = "the input gradient uses the kernel"
+    else:
+        turned = np.flip(want, axes)
+        which = "the filter gradient is"
+    if check.same(want, turned) or not check.same(turned, got):
+        return None
+    return Finding(
+        "flipped",
+        f"is the right VJP of the kernel flipped along its spatial axes: {which} turned "
+        "round (a convolution where the forward pass is a cross-correlation)",
+        "keep the kernel's orientation of the forward pass: the forward is a "
+        "cross-correlation, so do not flip (or flip once more) the kernel along its spatial "
+        f"axes {list(axes)} in this rule",
+    )
+
+
+def not_accumulated(prober: Prober, arg: int, want: np.ndarray, got: np.ndarray) -> Finding | None:
+    """Where several output elements read one element, the engine kept one contribution."""
+    check = prober.check
+    region = _SHARED.get(check.node.op.name)
+    g = check.cotangent
+    if region is None or want.shape != got.shape or g.size > MAX_SPIKES:
+        return None
+    parts = np.stack([g[k] * right_spike(check, arg, k) for k in np.ndindex(g.shape)])
+    readers = np.count_nonzero(parts, axis=0)
+    wrong = ~check.close(want, got)
+    if not wrong.any() or (readers[wrong] < 2).any():
+        return None
+    kept = np.zeros(want.shape, bool)
+    for part in parts:
+        kept |= (part != 0) & check.close(part, got)
+    if not kept[wrong].all():
+        return None
+    first = tuple(int(i) for i in np.argwhere(wrong)[0])
+    sharing = int(readers[first])
+    if check.node.op.name == "pad":
+        says, fix = (
+            "never folds the mirrored parts back",
+            ("add each padded element's gradient to the element of x it mirrors"),
+        )
+    else:
+        says, fix = (
+            "overwrites instead of adding",
+            (
+                "add the contributions: `np.add.at(z, index, g)` accumulates where plain "
+                "assignment or `z[index] += g` (buffered) keeps the last one"
+            ),
+        )
+    return Finding(
+        "not-accumulated",
+        f"keeps one output element's contribution {region}, where the right VJP adds them: "
+        f"it {says} (at {first}, {sharing} output elements read the element; "
+        f"{np.count_nonzero(wrong)} elements are wrong)",
+        fix,
+        region=region,
+    )
+
+
+def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(d for d in shape if d != 1)
+
+
+def _inverse(perm: tuple[int, ...]) -> list[int]:
+    return [int(i) for i in np.argsort(perm)]
+
+
+def _filter_spatial(op: str, attrs: dict, ndim: int) -> tuple[int, ...]:
+    """The kernel's spatial axes in its layout: HWIO/WIO and conv2d_transpose's HW-first
+    filter lead with them, PyTorch's OIHW/OIW ends with them."""
+    rank = ndim - 2
+    if op != "conv2d_transpose" and str(attrs.get("filter_format", "")).startswith("O"):
+        return tuple(range(2, ndim))
+    return tuple(range(rank))
