@@ -164,3 +164,172 @@ def test_the_pool_shares_helper_is_the_right_vjp_when_nothing_is_wrong():
     shares = np.expand_dims(g, (-2, -1)) * _weights(x, "max", geo)
     ours = _scatter_shares(shares, x, geo)
     assert np.allclose(ours, _scatter(g, x, "max", 3, 1, "VALID", "NHWC", 2))
+
+
+# -- convolutions -------------------------------------------------------------------------
+
+
+def test_a_conv2d_whose_input_gradient_flips_the_kernel():
+    """The input gradient as a true convolution of g with w: the kernel turned round."""
+
+    def rule(right: VJP) -> VJP:
+        return lambda g, ans, x, w, **attrs: right(g, ans, x, np.flip(w, (0, 1)), **attrs)
+
+    engine = planted("conv2d", 0, rule)
+    hint = op_hint(engine, shipped("conv.yaml", "conv2d_valid"), "conv2d")
+    assert (hint.node, hint.arg, hint.mechanism) == ("conv2d(x, w)", 0, "flipped")
+    assert "cross-correlation" in hint.message
+
+
+def test_a_conv2d_whose_filter_gradient_comes_out_in_pytorchs_layout():
+    """The filter gradient computed right, then laid out OIHW for an HWIO filter."""
+
+    def rule(right: VJP) -> VJP:
+        return lambda g, ans, x, w, **attrs: np.transpose(
+            right(g, ans, x, w, **attrs), (3, 2, 0, 1)
+        )
+
+    engine = planted("conv2d", 1, rule)
+    hint = op_hint(engine, shipped("conv.yaml", "conv2d_valid"), "conv2d")
+    assert (hint.arg, hint.mechanism, hint.axes) == (1, "transposed", [3, 2, 0, 1])
+
+
+def test_a_conv1d_whose_overlapping_windows_assign_instead_of_adding(tmp_path):
+    """Each window's share of the input gradient assigned into place, the last one kept."""
+
+    def rule(right: VJP) -> VJP:
+        def vjp(g, ans, x, w, **attrs):
+            z = np.zeros(x.shape)
+            for b, o in np.ndindex(g.shape[:2]):
+                z[b, o : o + w.shape[0]] = w @ g[b, o]
+            return z
+
+        return vjp
+
+    engine = planted("conv1d", 0, rule)
+    the_case = case(
+        tmp_path, "conv1d(x, w)", {"x": {"shape": [1, 6, 2]}, "w": {"shape": [3, 2, 2]}}
+    )
+    hint = op_hint(engine, the_case, "conv1d")
+    assert (hint.arg, hint.mechanism, hint.region) == (
+        0,
+        "not-accumulated",
+        "where windows overlap",
+    )
+
+
+# -- gathers and pad ----------------------------------------------------------------------
+
+
+def test_take_along_axis_whose_repeated_indices_overwrite():
+    """np.put_along_axis assigns: of two picks of one element, the last one's g is kept."""
+
+    def rule(right: VJP) -> VJP:
+        def vjp(g, ans, x, indices, axis):
+            z = np.zeros(x.shape)
+            np.put_along_axis(z, indices, g, axis)
+            return z
+
+        return vjp
+
+    engine = planted("take_along_axis", 0, rule)
+    hint = op_hint(engine, shipped("gathers.yaml", "take_along_axis_rows"), "take_along_axis")
+    assert (hint.arg, hint.mechanism, hint.region) == (
+        0,
+        "not-accumulated",
+        "where an index repeats",
+    )
+    assert "np.add.at" in hint.fix
+
+
+def test_an_embedding_whose_repeated_ids_overwrite():
+    def rule(right: VJP) -> VJP:
+        def vjp(g, ans, table, ids):
+            z = np.zeros(table.shape)
+            z[ids] = g
+            return z
+
+        return vjp
+
+    engine = planted("embedding", 0, rule)
+    hint = op_hint(engine, shipped("gathers.yaml", "embedding_lookup"), "embedding")
+    assert (hint.node, hint.arg) == ("embedding(table, ids)", 0)
+    assert (hint.mechanism, hint.region) == ("not-accumulated", "where an index repeats")
+
+
+def test_a_reflect_pad_that_folds_back_the_pads_before_but_not_after():
+    """The mirrored 'after' parts are cropped away instead of added back."""
+
+    def rule(right: VJP) -> VJP:
+        def vjp(g, ans, x, paddings, mode, constant_values):
+            before = [(b, 0) for b, _ in paddings]
+            inner = tuple(slice(0, g.shape[a] - e) for a, (_, e) in enumerate(paddings))
+            return right(g[inner], ans, x, before, mode, constant_values)
+
+        return vjp
+
+    engine = planted("pad", 0, rule)
+    hint = op_hint(engine, shipped("layout.yaml", "pad_reflect"), "pad")
+    assert (hint.arg, hint.mechanism, hint.region) == (
+        0,
+        "not-accumulated",
+        "where the padding mirrors x",
+    )
+    assert "mirrored parts" in hint.message
+
+
+# -- roll, cumulative ops, prod -----------------------------------------------------------
+
+
+def test_a_roll_that_rolls_its_axes_back_in_the_wrong_order():
+    """np.roll(g, -shift, reversed(axis)): each axis rolled back by the other's shift."""
+
+    def rule(right: VJP) -> VJP:
+        return lambda g, ans, x, shift, axis: np.roll(g, np.negative(shift), axis[::-1])
+
+    engine = planted("roll", 0, rule)
+    hint = op_hint(engine, shipped("layout.yaml", "roll_negative_two_axes"), "roll")
+    assert (hint.arg, hint.mechanism) == (0, "shifted")
+    assert "a spike in g at (0, 0, 0) lands at" in hint.message
+
+
+def test_a_cumprod_whose_gradient_runs_the_wrong_way(tmp_path):
+    """TensorFlow's rule with the sum's direction kept: cumsum(g * y) / x forwards."""
+
+    def rule(right: VJP) -> VJP:
+        return lambda g, ans, x, axis, exclusive, reverse: np.cumsum(g * ans, axis) / x
+
+    engine = planted("cumprod", 0, rule)
+    the_case = case(tmp_path, "cumprod(x, axis=1)", {"x": {"shape": [2, 4], "init": "positive"}})
+    hint = op_hint(engine, the_case, "cumprod")
+    assert (hint.arg, hint.mechanism) == (0, "not-reversed")
+    assert hint.confidence == "likely"  # seen on spikes, not recomputed exactly
+    assert "at position 0 reaches positions [0, 1, 2, 3], where the right VJP reaches [0]" in (
+        hint.message
+    )
+
+
+def test_a_cumsum_whose_gradient_is_the_exclusive_forward_sum(tmp_path):
+    def rule(right: VJP) -> VJP:
+        return lambda g, ans, x, axis, exclusive, reverse: np.cumsum(g, axis) - g
+
+    engine = planted("cumsum", 0, rule)
+    the_case = case(tmp_path, "cumsum(x, axis=0)", {"x": {"shape": [5, 2]}})
+    hint = op_hint(engine, the_case, "cumsum")
+    assert (hint.arg, hint.mechanism, hint.confidence) == (0, "not-reversed", "likely")
+
+
+def test_a_prod_that_zeroes_its_gradient_at_zeros():
+    """`np.where(x == 0, 0, g * y / x)`: guarded against 0 / 0, but the product of the
+    others is the gradient there."""
+
+    def rule(right: VJP) -> VJP:
+        def vjp(g, ans, x, axis, keepdims):
+            full = right(g, ans, x, axis, keepdims)
+            return np.where(x == 0, 0.0, full)
+
+        return vjp
+
+    engine = planted("prod", 0, rule)
+    hint = op_hint(engine, shipped("products.yaml", "prod_one_zero_and_two_zeros"), "prod")
+    assert (hint.arg, hint.mechanism, hint.region) == (0, "zero", "x == 0")

@@ -31,7 +31,15 @@ import numpy as np
 from ...engines.driver import EngineFailure, Unsupported
 from ...ops import ShapeError
 from .findings import Finding
-from .spikes import MAX_SPIKES, POOLS, not_reversed, pool_spikes, right_spike, rolled
+from .spikes import (
+    MAX_SPIKES,
+    POOLS,
+    attrs_of,
+    not_reversed,
+    pool_spikes,
+    right_spike,
+    rolled,
+)
 
 if TYPE_CHECKING:
     from .probes import Prober
@@ -46,6 +54,8 @@ _SHARED = {
     **dict.fromkeys(POOLS | CONVS, "where windows overlap"),
     "pad": "where the padding mirrors x",
 }
+# An element read by more output elements than this is not searched for the ones it kept.
+MAX_READERS = 8
 
 
 def find(prober: Prober, arg: int, want: np.ndarray, got: np.ndarray) -> Finding | None:
@@ -109,45 +119,59 @@ def flipped(prober: Prober, arg: int, want: np.ndarray, got: np.ndarray) -> Find
 
 
 def not_accumulated(prober: Prober, arg: int, want: np.ndarray, got: np.ndarray) -> Finding | None:
-    """Where several output elements read one element, the engine kept one contribution."""
+    """Where several output elements read one element, the engine kept some of their
+    contributions (one: an overwrite) instead of adding them all."""
     check = prober.check
     region = _SHARED.get(check.node.op.name)
     g = check.cotangent
     if region is None or want.shape != got.shape or g.size > MAX_SPIKES:
         return None
     parts = np.stack([g[k] * right_spike(check, arg, k) for k in np.ndindex(g.shape)])
+    if check.node.op.name in CONVS:  # a window is one place's output channels together
+        parts = parts.reshape(*g.shape, *want.shape)
+        parts = parts.sum(axis=_channel_axis(attrs_of(check), g.ndim)).reshape(-1, *want.shape)
     readers = np.count_nonzero(parts, axis=0)
     wrong = ~check.close(want, got)
-    if not wrong.any() or (readers[wrong] < 2).any():
+    if not wrong.any() or (readers[wrong] < 2).any() or readers.max() > MAX_READERS:
         return None
-    kept = np.zeros(want.shape, bool)
-    for part in parts:
-        kept |= (part != 0) & check.close(part, got)
-    if not kept[wrong].all():
+    columns = parts.reshape(len(parts), -1).T  # each element's contributions
+    kept = [_kept(check, columns[i][columns[i] != 0], got.flat[i]) for i in np.flatnonzero(wrong)]
+    if None in kept:
         return None
     first = tuple(int(i) for i in np.argwhere(wrong)[0])
-    sharing = int(readers[first])
+    one = all(k == 1 for k in kept)
     if check.node.op.name == "pad":
-        says, fix = (
-            "never folds the mirrored parts back",
-            ("add each padded element's gradient to the element of x it mirrors"),
+        says = (
+            "never folds the mirrored parts back" if one else "folds back only some mirrored parts"
         )
+        fix = "add each padded element's gradient to the element of x it mirrors"
     else:
-        says, fix = (
-            "overwrites instead of adding",
-            (
-                "add the contributions: `np.add.at(z, index, g)` accumulates where plain "
-                "assignment or `z[index] += g` (buffered) keeps the last one"
-            ),
+        says = "overwrites instead of adding" if one else "adds only some of them"
+        fix = (
+            "add every contribution: `np.add.at(z, index, g)` accumulates where plain "
+            "assignment or `z[index] += g` (buffered) keeps the last one"
         )
+    which = (
+        "one output element's contribution" if one else "only some output elements' contributions"
+    )
     return Finding(
         "not-accumulated",
-        f"keeps one output element's contribution {region}, where the right VJP adds them: "
-        f"it {says} (at {first}, {sharing} output elements read the element; "
+        f"keeps {which} {region}, where the right VJP adds them all: it {says} (at {first}, "
+        f"{int(readers[first])} output elements read the element, {kept[0]} kept; "
         f"{np.count_nonzero(wrong)} elements are wrong)",
         fix,
         region=region,
     )
+
+
+def _kept(check, parts: np.ndarray, got) -> int | None:
+    """How many of an element's contributions `parts` add up to `got`, the fewest that do
+    (a proper subset only); None if no subset does."""
+    for size in range(1, len(parts)):
+        for subset in itertools.combinations(parts, size):
+            if check.close(np.asarray(sum(subset)), np.asarray(got)):
+                return size
+    return None
 
 
 def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -165,3 +189,8 @@ def _filter_spatial(op: str, attrs: dict, ndim: int) -> tuple[int, ...]:
     if op != "conv2d_transpose" and str(attrs.get("filter_format", "")).startswith("O"):
         return tuple(range(2, ndim))
     return tuple(range(rank))
+
+
+def _channel_axis(attrs: dict, ndim: int) -> int:
+    """The output's channel axis: last unless the data format puts it first (NCHW)."""
+    return 1 if str(attrs.get("data_format", "")).startswith("NC") else ndim - 1
