@@ -211,9 +211,11 @@ def not_reversed(prober: Prober, arg: int, want: np.ndarray, got: np.ndarray) ->
         reach, right = np.flatnonzero(hit[line]), np.flatnonzero(aim[line])
         if check.same(aim, hit):
             continue
-        if not _opposite(reach, right, j):
+        side = _opposite(reach, right, j)
+        if side is None:
             return None
-        evidence = evidence or (j, reach.tolist(), right.tolist())
+        if side and evidence is None:  # reached past j on the wrong side: seen reversed
+            evidence = (j, reach.tolist(), right.tolist())
     if evidence is None:
         return None
     j, reach, right = evidence
@@ -232,10 +234,11 @@ def not_reversed(prober: Prober, arg: int, want: np.ndarray, got: np.ndarray) ->
     )
 
 
-def _opposite(reach: np.ndarray, right: np.ndarray, j: int) -> bool:
-    """The engine's reach lies on the other side of position j from the right one."""
-    if not len(reach):
-        return False
-    after = bool((reach >= j).all() and (right <= j).all() and (reach > j).any())
-    before = bool((reach <= j).all() and (right >= j).all() and (reach < j).any())
-    return after or before
+def _opposite(reach: np.ndarray, right: np.ndarray, j: int) -> bool | None:
+    """Whether the engine's reach lies on the other side of position j from the right one
+    (None: it does not), and strictly past j (True) or only at it (False)."""
+    if (reach >= j).all() and (right <= j).all():
+        return bool((reach > j).any())
+    if (reach <= j).all() and (right >= j).all():
+        return bool((reach < j).any())
+    return None

@@ -30,7 +30,9 @@ import numpy as np
 
 from ...engines.driver import EngineFailure, Unsupported
 from ...ops import ShapeError
+from ...ops.broadcast import normalize_axes
 from .findings import Finding
+from .regions import describe
 from .spikes import (
     MAX_SPIKES,
     POOLS,
@@ -63,7 +65,15 @@ def find(prober: Prober, arg: int, want: np.ndarray, got: np.ndarray) -> Finding
     check = prober.check
     if check.check != "vjp" or check.node.part is not None or check.numeric_right:
         return None
-    for probe in (permuted, flipped, not_accumulated, pool_spikes, rolled, not_reversed):
+    for probe in (
+        permuted,
+        flipped,
+        not_accumulated,
+        pool_spikes,
+        rolled,
+        not_reversed,
+        prod_zeros,
+    ):
         try:
             finding = probe(prober, arg, want, got)
         except (EngineFailure, Unsupported, ShapeError):
@@ -172,6 +182,41 @@ def _kept(check, parts: np.ndarray, got) -> int | None:
             if check.close(np.asarray(sum(subset)), np.asarray(got)):
                 return size
     return None
+
+
+def prod_zeros(prober: Prober, arg: int, want: np.ndarray, got: np.ndarray) -> Finding | None:
+    """prod's gradient at a zero, on an input with exactly one zero in every reduced slice:
+    there the right gradient is the product of the others, and nothing else is zero."""
+    check = prober.check
+    if check.node.op.name != "prod" or want.shape != got.shape:
+        return None
+    x = check.inputs["a0"]
+    if not (check.close(want, got) | (x == 0)).all():
+        return None  # wrong away from the zeros too
+    axes = normalize_axes(attrs_of(check)["axis"], x.ndim)
+    zero = np.zeros(x.shape, bool)
+    zero[tuple(0 if a in axes else slice(None) for a in range(x.ndim))] = True
+    designed = {**check.inputs, "a0": np.where(zero, 0, np.where(x == 0, 1.5, x)).astype(x.dtype)}
+    there = check.run(check.engine_factory, check.cotangent, designed).grads["a0"]
+    right = check.right(check.cotangent, designed).grads["a0"]
+    if not np.array_equal(~check.close(right, there), zero):
+        return None  # right at the zeros, or wrong elsewhere: not this
+    if (there[zero] == 0).all():
+        mechanism, gives = "zero", "zero"
+    elif not np.isfinite(there[zero]).any():
+        mechanism, gives = "nan-region", "NaN/Inf"
+    else:
+        return None
+    region = describe(zero, check.node, designed)
+    return Finding(
+        mechanism,
+        f"gives {gives} where {region}, where the right VJP is the product of the other "
+        "elements of the slice (seen on an input with one zero in every slice; right "
+        "elsewhere)",
+        "do not divide the product by x: multiply g by the product of the others "
+        "(np.prod of x with that element left out, or cumulative products from both ends)",
+        region=region,
+    )
 
 
 def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
