@@ -13,9 +13,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pytest
 import yaml
 
 from gradcheck.cases import Case, load_file
+from gradcheck.diagnosis.localisation.localise import check_nodes
+from gradcheck.diagnosis.mechanisms import windows as window_probes
+from gradcheck.diagnosis.mechanisms.probes import Prober
 from gradcheck.engines.builtin.engine import BuiltinEngine
 from gradcheck.ops import Op
 from gradcheck.ops.pooling import _scatter, _weights, geometry, windows
@@ -335,3 +339,63 @@ def test_a_prod_that_zeroes_its_gradient_at_zeros():
     engine = planted("prod", 0, rule)
     hint = op_hint(engine, shipped("products.yaml", "prod_one_zero_and_two_zeros"), "prod")
     assert (hint.arg, hint.mechanism, hint.region) == (0, "zero", "x == 0")
+
+
+# -- correct engines ----------------------------------------------------------------------
+
+WINDOW_CASES = {
+    "conv.yaml": None,
+    "pooling.yaml": None,
+    "gathers.yaml": None,
+    "products.yaml": None,
+    "layout.yaml": ("pad_reflect", "pad_symmetric_full_width", "pad_constant_value",
+                    "pad_reflect_three_axes", "roll_negative_two_axes", "roll_flattened"),
+    "shapes.yaml": ("flip_two_axes",),
+}  # fmt: skip
+
+
+def window_cases() -> list[Case]:
+    found = []
+    for file, names in WINDOW_CASES.items():
+        loaded = [c for c in load_file(ROOT / "cases" / file) if isinstance(c, Case)]
+        found += [c for c in loaded if names is None or c.name in names]
+    return found
+
+
+def correct_engines() -> list:
+    from gradcheck.engines.loading import load_engine
+
+    return [BuiltinEngine, load_engine("torch")]
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["builtin", "torch"])
+def test_the_probes_see_nothing_wrong_in_a_correct_engine_at_any_node(which):
+    """Each node of the shipped window and index cases, checked alone against a correct
+    engine and run through every probe as if it had failed: none claims a mechanism."""
+    factory = correct_engines()[which]
+    probed = 0
+    for the_case in window_cases():
+        for check in check_nodes(the_case, factory):
+            if check.got is None or check.want is None:
+                continue  # an op the engine does not support
+            prober = Prober(check)
+            for arg in range(len(check.node.args)):
+                name = f"a{arg}"
+                if name not in check.got.grads or name not in check.want.grads:
+                    continue
+                want, got = check.want.grads[name], check.got.grads[name]
+                for probe in window_probes.PROBES:  # each alone, not only the first to fit
+                    found = probe(prober, arg, want, got)
+                    assert found is None, (the_case.name, check.node.text, arg, found)
+                probed += 1
+    assert probed > 40
+
+
+def test_a_correct_engine_passes_the_window_cases_without_window_mechanisms():
+    cases = window_cases()
+    result = run(cases, correct_engines()[1], RunOptions())
+    assert all(c.status in ("passed", "skipped") for c in result.cases), [
+        (c.name, c.status) for c in result.cases if not c.passed
+    ]
+    mechanisms = {h.mechanism for c in result.cases for h in c.hints}
+    assert not mechanisms & WINDOW_MECHANISMS

@@ -65,15 +65,7 @@ def find(prober: Prober, arg: int, want: np.ndarray, got: np.ndarray) -> Finding
     check = prober.check
     if check.check != "vjp" or check.node.part is not None or check.numeric_right:
         return None
-    for probe in (
-        permuted,
-        flipped,
-        not_accumulated,
-        pool_spikes,
-        rolled,
-        not_reversed,
-        prod_zeros,
-    ):
+    for probe in PROBES:
         try:
             finding = probe(prober, arg, want, got)
         except (EngineFailure, Unsupported, ShapeError):
@@ -217,6 +209,12 @@ def prod_zeros(prober: Prober, arg: int, want: np.ndarray, got: np.ndarray) -> F
         "(np.prod of x with that element left out, or cumulative products from both ends)",
         region=region,
     )
+
+
+# In order: the first that fits is the mechanism.
+PROBES: tuple[Probe, ...] = (
+    permuted, flipped, not_accumulated, pool_spikes, rolled, not_reversed, prod_zeros
+)  # fmt: skip
 
 
 def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
