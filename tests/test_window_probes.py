@@ -120,7 +120,7 @@ def test_a_max_pool_that_sends_g_to_the_transposed_place_in_its_window(tmp_path)
     engine = planted("max_pool2d", 0, pool_rule(shares))
     hint = op_hint(engine, shipped("pooling.yaml", "max_pool2d_2x2_stride2"), "max_pool2d")
     assert (hint.arg, hint.mechanism) == (0, "wrong-position")
-    assert "maximum is element" in hint.message
+    assert "where the window's maximum is x[0, " in hint.message
 
 
 def test_a_max_pool_whose_overlapping_windows_assign_instead_of_adding():

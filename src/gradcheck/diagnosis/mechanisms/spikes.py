@@ -77,7 +77,7 @@ def pool_spikes(prober: Prober, arg: int, want: np.ndarray, got: np.ndarray) -> 
     if len(seen) != 1 or not check.same(total, got):
         return None
     [(kind, (k, right, engine))] = seen.items()
-    return _POOL_FINDINGS[kind](k, right, engine, members[k], ksize)
+    return _POOL_FINDINGS[kind](k, right, engine, members[k], ksize, x.shape)
 
 
 def _window_members(name: str, shape: tuple[int, ...], attrs: dict[str, Any]):
@@ -112,33 +112,34 @@ def _window_kind(check, name, right, engine, members, ksize) -> str | None:
     return None
 
 
-def _whole_window(k, right, engine, members, ksize) -> Finding:
+def _whole_window(k, right, engine, members, ksize, shape) -> Finding:
     n, value = len(members), float(engine[members[0]])
-    how = f"averaged over its {n} elements" if math.isclose(value * n, 1) else (
-        f"{value:.4g} to each of its {n} elements"
-    )  # fmt: skip
+    how = "averaged over" if math.isclose(value * n, 1) else f"{value:.4g} to each of"
     return Finding(
         "whole-window",
         "gives each window's gradient to the whole window, not to its maximum: a spike in g "
-        f"at output {k} goes {how}, as an average pool's would",
+        f"at output {k} goes {how} the {n} elements of its window, as an average pool's would",
         "send each window's gradient to the window's maximum only (its first maximum on a "
         "tie): `g * (window == window.max())`, added where windows overlap",
     )
 
 
-def _wrong_position(k, right, engine, members, ksize) -> Finding:
-    at, aim = int(np.flatnonzero(engine)[0]), int(np.flatnonzero(right)[0])
+def _wrong_position(k, right, engine, members, ksize, shape) -> Finding:
+    at, aim = (_place(np.flatnonzero(v)[0], shape) for v in (engine, right))
     return Finding(
         "wrong-position",
         "sends each window's gradient to another element of the window than its maximum: a "
-        f"spike in g at output {k} lands on x's element {at} (flat index), where the "
-        f"window's maximum is element {aim}",
+        f"spike in g at output {k} lands on x{at}, where the window's maximum is x{aim}",
         "send it to the window's maximum: unravel the argmax in the window's own shape and "
         "add the window's start (output index times the stride, minus the pad)",
     )
 
 
-def _full_window(k, right, engine, members, ksize) -> Finding:
+def _place(flat: int, shape: tuple[int, ...]) -> list[int]:
+    return [int(i) for i in np.unravel_index(int(flat), shape)]
+
+
+def _full_window(k, right, engine, members, ksize, shape) -> Finding:
     n = len(members)
     return Finding(
         "scaled",
@@ -223,13 +224,14 @@ def not_reversed(prober: Prober, arg: int, want: np.ndarray, got: np.ndarray) ->
     exact = name == "cumsum" and check.same(
         np.flip(check.right(np.flip(check.cotangent, axis)).grads[f"a{arg}"], axis), got
     )
+    summed = "g" if name == "cumsum" else "g * y"
     return Finding(
         "not-reversed",
         f"accumulates g along axis {axis} from the wrong end: a spike in g at position {j} "
         f"reaches positions {reach}, where the right VJP reaches {right} ({name}'s VJP runs "
-        "the cumulative sum of g the other way)",
-        "accumulate g from the other end: cumsum(g, axis, exclusive=exclusive, "
-        "reverse=not reverse)",
+        f"the cumulative sum of {summed} the other way)",
+        f"accumulate {summed} from the other end: cumsum({summed}, axis, "
+        "exclusive=exclusive, reverse=not reverse)" + ("" if name == "cumsum" else " / x"),
         "exact" if exact else "likely",
     )
 

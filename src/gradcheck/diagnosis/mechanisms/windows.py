@@ -104,19 +104,18 @@ def flipped(prober: Prober, arg: int, want: np.ndarray, got: np.ndarray) -> Find
     if arg == 0:
         inputs = {**check.inputs, "a1": np.flip(check.inputs["a1"], axes).copy()}
         turned = check.right(check.cotangent, inputs).grads["a0"]
-        which = "the input gradient uses the kernel"
+        says = "uses the kernel turned round: it is the right VJP with the kernel flipped"
     else:
         turned = np.flip(want, axes)
-        which = "the filter gradient is"
+        says = "is the right filter gradient turned round"
     if check.same(want, turned) or not check.same(turned, got):
         return None
     return Finding(
         "flipped",
-        f"is the right VJP of the kernel flipped along its spatial axes: {which} turned "
-        "round (a convolution where the forward pass is a cross-correlation)",
-        "keep the kernel's orientation of the forward pass: the forward is a "
-        "cross-correlation, so do not flip (or flip once more) the kernel along its spatial "
-        f"axes {list(axes)} in this rule",
+        f"{says} along its spatial axes {list(axes)} (a convolution, where the forward pass "
+        "is a cross-correlation)",
+        "keep the kernel's orientation of the forward pass, a cross-correlation: do not flip "
+        f"the kernel along axes {list(axes)} in this rule (or flip it back)",
     )
 
 
@@ -153,14 +152,12 @@ def not_accumulated(prober: Prober, arg: int, want: np.ndarray, got: np.ndarray)
             "add every contribution: `np.add.at(z, index, g)` accumulates where plain "
             "assignment or `z[index] += g` (buffered) keeps the last one"
         )
-    which = (
-        "one output element's contribution" if one else "only some output elements' contributions"
-    )
+    which = "one contribution" if one else "only some of the contributions"
     return Finding(
         "not-accumulated",
-        f"keeps {which} {region}, where the right VJP adds them all: it {says} (at {first}, "
-        f"{int(readers[first])} output elements read the element, {kept[0]} kept; "
-        f"{np.count_nonzero(wrong)} elements are wrong)",
+        f"keeps {which} {region}, where the right VJP adds them all: it {says} (at {first}: "
+        f"{int(readers[first])} contributions, {kept[0]} kept; {np.count_nonzero(wrong)} "
+        "elements are wrong)",
         fix,
         region=region,
     )
