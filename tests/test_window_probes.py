@@ -399,3 +399,49 @@ def test_a_correct_engine_passes_the_window_cases_without_window_mechanisms():
     ]
     mechanisms = {h.mechanism for c in result.cases for h in c.hints}
     assert not mechanisms & WINDOW_MECHANISMS
+
+
+# -- the probes alone, for the classic variants the catalogue may also name ----------------
+
+
+def probed(engine: type[BuiltinEngine], the_case: Case, op: str, arg: int = 0):
+    """What the window probes make of the case's `op` node, checked alone: they still name
+    the bug where a catalogue variant reproduces it (and wins in a run)."""
+    [check] = [c for c in check_nodes(the_case, engine) if c.node.op.name == op]
+    assert check.result.status == "failed"
+    name = f"a{arg}"
+    return window_probes.find(Prober(check), arg, check.want.grads[name], check.got.grads[name])
+
+
+def test_a_roll_whose_shift_is_not_inverted(tmp_path):
+    engine = planted(
+        "roll", 0, lambda right: lambda g, ans, x, shift, axis: np.roll(g, shift, axis)
+    )
+    the_case = case(tmp_path, "roll(x, [-1, 2], axis=[0, 2])", {"x": {"shape": [4, 2, 5]}})
+    found = probed(engine, the_case, "roll")
+    assert (found.mechanism, found.confidence) == ("shifted", "exact")
+    assert "the shift is not inverted" in found.says
+
+
+def test_a_cumsum_run_forwards_is_not_reversed_exactly(tmp_path):
+    def rule(right: VJP) -> VJP:
+        return lambda g, ans, x, axis, exclusive, reverse: np.cumsum(g, axis)
+
+    the_case = case(tmp_path, "cumsum(x, axis=1)", {"x": {"shape": [2, 5]}})
+    found = probed(planted("cumsum", 0, rule), the_case, "cumsum")
+    assert (found.mechanism, found.confidence) == ("not-reversed", "exact")
+
+
+def test_a_prod_that_divides_by_x_gives_nan_at_its_zeros():
+    """`g * y / x`: 0 / 0 at a zero, where the right gradient is the others' product."""
+
+    def rule(right: VJP) -> VJP:
+        def vjp(g, ans, x, axis, keepdims):
+            with np.errstate(all="ignore"):
+                return g * ans / x  # keepdims=True: g and y in the kept shape
+
+        return vjp
+
+    the_case = shipped("products.yaml", "prod_one_zero_and_two_zeros")
+    found = probed(planted("prod", 0, rule), the_case, "prod")
+    assert (found.mechanism, found.region) == ("nan-region", "x == 0")
