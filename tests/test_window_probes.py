@@ -22,6 +22,7 @@ from gradcheck.diagnosis.mechanisms import windows as window_probes
 from gradcheck.diagnosis.mechanisms.probes import Prober
 from gradcheck.engines.builtin.engine import BuiltinEngine
 from gradcheck.ops import Op
+from gradcheck.ops.conv_geometry import geometry as conv_geometry
 from gradcheck.ops.pooling import _scatter, _weights, geometry, windows
 from gradcheck.ops.registry import VJP
 from gradcheck.results import Hint
@@ -445,3 +446,43 @@ def test_a_prod_that_divides_by_x_gives_nan_at_its_zeros():
     the_case = shipped("products.yaml", "prod_one_zero_and_two_zeros")
     found = probed(planted("prod", 0, rule), the_case, "prod")
     assert (found.mechanism, found.region) == ("nan-region", "x == 0")
+
+
+def padded_input_gradient(crop: Callable[[list[tuple[int, int]]], list[int]] | None):
+    """conv2d's input gradient through the padded input (VALID on x padded), cropped at the
+    offsets `crop(pads)` (None: never cropped)."""
+
+    def rule(right: VJP) -> VJP:
+        def vjp(g, ans, x, w, **attrs):
+            pads = list(conv_geometry(2, x.shape, w.shape, **attrs).pads)
+            full = right(
+                g, ans, np.pad(x, [(0, 0), *pads, (0, 0)]), w, **attrs | {"padding": "VALID"}
+            )
+            if crop is None:
+                return full
+            (h, v) = crop(pads)
+            return full[:, h : h + x.shape[1], v : v + x.shape[2]]
+
+        return vjp
+
+    return rule
+
+
+def test_a_conv2d_whose_input_gradient_keeps_the_padding():
+    engine = planted("conv2d", 0, padded_input_gradient(None))
+    the_case = shipped("conv.yaml", "conv2d_same_stride2_even_kernel")
+    hint = op_hint(engine, the_case, "conv2d")
+    assert (hint.arg, hint.mechanism) == (0, "shape")
+    assert "the padding was never cropped" in hint.message
+
+
+def test_a_conv2d_whose_input_gradient_is_cropped_from_the_pad_after():
+    """SAME's odd pad is after; a crop from the larger pad shifts the gradient by one."""
+    engine = planted("conv2d", 0, padded_input_gradient(lambda pads: [a for _, a in pads]))
+    the_case = shipped("conv.yaml", "conv2d_same_stride2_even_kernel")
+    hint = op_hint(engine, the_case, "conv2d")
+    assert (hint.arg, hint.mechanism) == (0, "shifted")
+    assert (
+        "cropped at offsets [0, 2] of the spatial axes, where the pads before them are [0, 1]"
+        in (hint.message)
+    )

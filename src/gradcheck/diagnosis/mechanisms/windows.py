@@ -31,6 +31,7 @@ import numpy as np
 from ...engines.driver import EngineFailure, Unsupported
 from ...ops import ShapeError
 from ...ops.broadcast import normalize_axes
+from ...ops.conv_geometry import geometry as conv_geometry
 from .findings import Finding
 from .regions import describe
 from .spikes import (
@@ -117,6 +118,52 @@ def flipped(prober: Prober, arg: int, want: np.ndarray, got: np.ndarray) -> Find
         "keep the kernel's orientation of the forward pass, a cross-correlation: do not flip "
         f"the kernel along axes {list(axes)} in this rule (or flip it back)",
     )
+
+
+def uncropped(prober: Prober, arg: int, want: np.ndarray, got: np.ndarray) -> Finding | None:
+    """A convolution's input gradient taken from the padded input's gradient uncropped, or
+    cropped at the wrong offset (shifted by the pad)."""
+    check = prober.check
+    op, attrs = check.node.op, attrs_of(check)
+    if op.name not in ("conv1d", "conv2d") or arg != 0:
+        return None
+    x, w = check.inputs["a0"], check.inputs["a1"]
+    rank = x.ndim - 2
+    geo = conv_geometry(rank, x.shape, w.shape, **attrs)
+    if not any(map(any, geo.pads)):
+        return None
+    first = 2 if attrs["data_format"].startswith("NC") else 1
+    width = [(0, 0)] * x.ndim
+    for a, pad in enumerate(geo.pads):
+        width[first + a] = pad
+    # The right gradient of the padded input: the same convolution, VALID, on x padded.
+    full = op.vjps[0](check.cotangent, None, np.pad(x, width), w, **{**attrs, "padding": "VALID"})
+    if got.shape == full.shape and check.same(full, got):
+        return Finding(
+            "shape",
+            f"is the gradient of the padded input, shape {tuple(full.shape)}: the padding "
+            "was never cropped",
+            f"crop the pad away: keep x's part of the padded gradient (pads {list(geo.pads)})",
+        )
+    if got.shape != want.shape:
+        return None
+    spans = [range(sum(pad) + 1) for pad in geo.pads]
+    for offsets in itertools.product(*spans):
+        if list(offsets) == [before for before, _ in geo.pads]:
+            continue
+        crop = [slice(None)] * x.ndim
+        for a, o in enumerate(offsets):
+            crop[first + a] = slice(o, o + x.shape[first + a])
+        if check.same(full[tuple(crop)], got):
+            return Finding(
+                "shifted",
+                f"is the padded input's gradient cropped at offsets {list(offsets)} of the "
+                f"spatial axes, where the pads before them are "
+                f"{[before for before, _ in geo.pads]}: shifted by the pad",
+                "crop from the pad before each spatial axis (TensorFlow's SAME puts the odd "
+                "element of padding after)",
+            )
+    return None
 
 
 def not_accumulated(prober: Prober, arg: int, want: np.ndarray, got: np.ndarray) -> Finding | None:
@@ -210,7 +257,7 @@ def prod_zeros(prober: Prober, arg: int, want: np.ndarray, got: np.ndarray) -> F
 
 # In order: the first that fits is the mechanism.
 PROBES: tuple[Probe, ...] = (
-    permuted, flipped, not_accumulated, pool_spikes, rolled, not_reversed, prod_zeros
+    permuted, flipped, uncropped, not_accumulated, pool_spikes, rolled, not_reversed, prod_zeros
 )  # fmt: skip
 
 
