@@ -12,8 +12,11 @@ compares it with the right VJP on the same ones:
   along a cumulative axis (`spikes`);
 * the right VJP split into each output element's contribution shows an element read by
   several outputs (a repeated index, overlapping windows, a mirrored pad) that kept one
-  contribution instead of their sum (`not_accumulated`);
-* the kernel flipped along its spatial axes shows a convolution's orientation (`flipped`);
+  or some contributions instead of their sum (`not_accumulated`);
+* the kernel flipped along its spatial axes shows a convolution's orientation (`flipped`),
+  the input padded by its pads a padding never cropped or cropped off-centre
+  (`uncropped`), one zero in every slice of a `prod` its gradient at x == 0
+  (`prod_zeros`);
 * the right VJP with its axes permuted shows a layout read the wrong way (`permuted`).
 
 A probe answers only when every probed element fits its mechanism; anything else is None,
@@ -57,8 +60,9 @@ _SHARED = {
     **dict.fromkeys(POOLS | CONVS, "where windows overlap"),
     "pad": "where the padding mirrors x",
 }
-# An element read by more output elements than this is not searched for the ones it kept.
-MAX_READERS = 8
+# An element read by more output elements (windows) than a 3x3 kernel's is not searched
+# for the contributions it kept (2**9 subsets at most).
+MAX_READERS = 9
 
 
 def find(prober: Prober, arg: int, want: np.ndarray, got: np.ndarray) -> Finding | None:
@@ -183,9 +187,12 @@ def not_accumulated(prober: Prober, arg: int, want: np.ndarray, got: np.ndarray)
     if not wrong.any() or (readers[wrong] < 2).any() or readers.max() > MAX_READERS:
         return None
     columns = parts.reshape(len(parts), -1).T  # each element's contributions
-    kept = [_kept(check, columns[i][columns[i] != 0], got.flat[i]) for i in np.flatnonzero(wrong)]
-    if None in kept:
-        return None
+    kept = []
+    for i in np.flatnonzero(wrong):
+        count = _kept(check, columns[i][columns[i] != 0], got.flat[i])
+        if count is None:
+            return None  # an element no subset of its contributions explains
+        kept.append(count)
     first = tuple(int(i) for i in np.argwhere(wrong)[0])
     one = all(k == 1 for k in kept)
     if check.node.op.name == "pad":
