@@ -320,3 +320,22 @@ def _same(a: np.ndarray, b: np.ndarray, tolerance: Tolerance) -> bool:
 
 
 ANALYSES: tuple[Analysis, ...] = (shape_hints, value_hints)
+
+
+def layout(got: tuple[int, ...], want: tuple[int, ...]) -> tuple[str, str]:
+    """What is wrong with a gradient of the right elements in shape `got`, and the mend."""
+    same_axes = tuple(d for d in got if d != 1) == tuple(d for d in want if d != 1)
+    if same_axes and len(got) > len(want):
+        return (
+            "keeps size-1 axes the argument does not have (keepdims left in)",
+            f"drop them: reshape to {fmt_shape(want)}, or sum without keepdims",
+        )
+    if same_axes:
+        return (
+            "lost the argument's size-1 axes (summed without keepdims)",
+            "sum with keepdims=True over the axes where the argument has size 1",
+        )
+    return (
+        "holds the right elements in the wrong layout (a missing reshape)",
+        f"reshape it to {fmt_shape(want)}",
+    )

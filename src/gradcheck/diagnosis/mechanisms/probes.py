@@ -20,7 +20,7 @@ import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 import numpy as np
@@ -31,8 +31,10 @@ from ...ops import ShapeError, unbroadcast
 from ...ops.broadcast import fmt_shape, sums_back
 from ..faults.planted import CATALOGUE, Fault, FaultyEngine
 from ..localisation.localise import NodeCheck
+from . import windows
 from .findings import Finding
 from .formula import Recovery, formula_finding
+from .patterns import layout
 from .patterns import nice as nice_factor
 from .regions import describe
 
@@ -139,6 +141,7 @@ class Prober:
     def probes(self) -> tuple[Callable[[int, np.ndarray, np.ndarray], Finding | None], ...]:
         return (
             self._fingerprint,
+            partial(windows.find, self),  # pools, convolutions, gathers, roll, cumsum
             self._shape,
             self._nan_region,
             self._zero,
@@ -209,7 +212,7 @@ class Prober:
                 "shape", f"gives the right values in {shapes}: it {what}", f"{lead}: {how}"
             )
         if got.size == want.size and self.check.same(want, got.reshape(want.shape)):
-            what, how = _layout(got.shape, want.shape)
+            what, how = layout(got.shape, want.shape)
             return Finding(
                 "shape", f"gives the right values in {shapes}: it {what}", f"{lead}: {how}"
             )
@@ -367,25 +370,6 @@ class Prober:
 
     def _formula(self, want: np.ndarray, got: np.ndarray, arg: int | None = None) -> Finding:
         return formula_finding(self.recovery if arg is not None else None, arg, want, got)
-
-
-def _layout(got: tuple[int, ...], want: tuple[int, ...]) -> tuple[str, str]:
-    """What is wrong with a gradient of the right elements in shape `got`, and the mend."""
-    same_axes = tuple(d for d in got if d != 1) == tuple(d for d in want if d != 1)
-    if same_axes and len(got) > len(want):
-        return (
-            "keeps size-1 axes the argument does not have (keepdims left in)",
-            f"drop them: reshape to {fmt_shape(want)}, or sum without keepdims",
-        )
-    if same_axes:
-        return (
-            "lost the argument's size-1 axes (summed without keepdims)",
-            "sum with keepdims=True over the axes where the argument has size 1",
-        )
-    return (
-        "holds the right elements in the wrong layout (a missing reshape)",
-        f"reshape it to {fmt_shape(want)}",
-    )
 
 
 def _arg_names(check: NodeCheck) -> list[str]:
