@@ -90,6 +90,7 @@ def _running(
 
 class TorchEngine(TorchLayoutOps, TorchLinalgOps, TorchConvOps, TorchPoolOps, TorchSplitOps):
     name = "torch"
+    driver = "torch"  # its backward pass is the framework's: bugs are in op rules
     conventions: ClassVar[dict[str, str]] = {
         "maximum": "split",
         "minimum": "split",
