@@ -8,11 +8,13 @@ bugs at once, over cases some of which hold two of them.
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import pytest
 import torch
+from rich.console import Console
 from typer.testing import CliRunner
 
 from corpus import ROOT
@@ -22,7 +24,12 @@ from gradcheck.engines.loading import load_engine
 from gradcheck.engines.protocol import framework_driver
 from gradcheck.engines.stock.torch import TorchEngine
 from gradcheck.errors import UsageError
-from gradcheck.runner import RunOptions, check_case
+from gradcheck.report.html_report import to_html
+from gradcheck.report.json_report import to_json
+from gradcheck.report.rich_report import render
+from gradcheck.results import RunResult
+from gradcheck.runner import RunOptions, check_case, run
+from planted_engines import Learner
 
 SMOOTH_RELU_OPS = ROOT / "examples" / "custom_op" / "smooth_relu_ops.py"
 ENV = {"COLUMNS": "200", "NO_COLOR": None, "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
@@ -149,3 +156,88 @@ def test_a_framework_engine_whose_every_node_fails_is_never_blamed_on_its_driver
     assert result.hints[0].op == "square", [h.code for h in result.hints]
     codes = [h.code for h in result.hints] + [a.code for h in result.hints for a in h.also]
     assert not [c for c in codes if c == "backprop-driver" or c.startswith("fault:backprop")]
+
+
+# -- one bug, one root cause: a learner's four bugs ---------------------------------------
+
+LEARNER_CASES = """
+defaults:
+  cotangent: random
+cases:
+  - name: square_matmul
+    expr: a @ b
+    inputs: {a: {shape: [3, 4]}, b: {shape: [4, 4]}}
+  - name: batched_matmul
+    description: a's batch axis has size 1, broadcast against b's 2
+    expr: a @ b
+    inputs: {a: {shape: [1, 3, 4]}, b: {shape: [2, 4, 4]}}
+    wrt: [a]
+  - name: batched_matmul_tanh
+    description: two bugs at two nodes, three at two nodes with b's gradient
+    expr: tanh(a @ b)
+    inputs: {a: {shape: [1, 3, 4]}, b: {shape: [2, 4, 4]}}
+  - name: sub
+    expr: x - y
+    inputs: {x: {shape: [3]}, y: {shape: [3]}}
+  - name: tanh
+    expr: tanh(x)
+    inputs: {x: {shape: [2, 3]}}
+  - name: tanh_sub
+    description: two bugs at two nodes
+    expr: tanh(x) - y
+    inputs: {x: {shape: [2, 3]}, y: {shape: [2, 3]}}
+"""
+
+
+@pytest.fixture(scope="module")
+def learner(tmp_path_factory: pytest.TempPathFactory) -> RunResult:
+    cases = load_cases(tmp_path_factory.mktemp("learner"), LEARNER_CASES)
+    return run(cases, Learner, RunOptions())
+
+
+def by_name(result: RunResult) -> dict:
+    return {c.name: c for c in result.cases}
+
+
+def names(cause) -> set[str]:
+    return {i.split("::")[-1] for i in cause.cases}
+
+
+def test_a_learners_four_bugs_are_four_root_causes_each_at_its_op(learner: RunResult):
+    assert [c.status for c in learner.cases] == ["failed"] * 6
+    causes = {(c.hint.op, c.hint.mechanism or c.hint.code): names(c) for c in learner.root_causes}
+    assert causes == {
+        ("matmul", "fault:matmul.no-batch-reduce"): {"batched_matmul", "batched_matmul_tanh"},
+        ("matmul", "transposed"): {"square_matmul", "batched_matmul_tanh"},
+        ("sub", "fault:sub.sign"): {"sub", "tanh_sub"},
+        ("tanh", "formula"): {"tanh", "tanh_sub", "batched_matmul_tanh"},
+    }
+    (tanh,) = [c for c in learner.root_causes if c.hint.op == "tanh"]
+    assert tanh.hint.code == "op-vjp"
+
+
+def test_two_wrong_rules_in_one_case_are_two_top_level_findings(learner: RunResult):
+    case = by_name(learner)["tanh_sub"]
+    top = [(h.op, h.mechanism) for h in case.hints if h.code == "op-vjp"]
+    assert ("sub", "fault:sub.sign") in top and ("tanh", "formula") in top
+    folded = [a for h in case.hints for a in h.also if a.code == "op-vjp"]
+    assert folded == []
+
+
+def test_the_reports_count_the_learners_bugs_once(learner: RunResult):
+    console = Console(file=io.StringIO(), width=100, color_system=None)
+    render(learner, console)
+    assert "run diagnosis: 6 failing cases, 4 root causes" in console.file.getvalue()
+    summary = json.loads(to_json(learner, tool_version="test"))["summary"]
+    assert len(summary["root_causes"]) == 4
+    page = to_html(learner, tool_version="test")
+    listed = page.split('class="hints root-causes">', 1)[1].split("</ul>", 1)[0]
+    assert listed.count("<li>") == 4
+    card = summary["ops"]
+    assert card["matmul"]["mechanisms"] == {"transposed": 2, "fault:matmul.no-batch-reduce": 2}
+
+
+def test_a_case_with_two_causes_cites_the_one_its_top_hint_names(learner: RunResult):
+    for case in learner.cases:
+        _, cause = learner.root_cause_of(case)
+        assert cause.hint.cause == case.hints[0].cause, case.name

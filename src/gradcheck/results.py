@@ -40,6 +40,17 @@ class Hint:
     # Hints that are consequences of this one, folded into it ("also seen as ...").
     also: list[Hint] = field(default_factory=list)
 
+    @property
+    def cause(self) -> tuple[object, ...]:
+        """The bug this hint names, without the case's own words (SPEC §6.2: one bug, one
+        root cause): a fingerprint by its name, and so a localised hint whose mechanism
+        is that fingerprint; another hint by code, op, argument, mechanism and factor,
+        whatever node of the op it names."""
+        for said in (self.code, self.mechanism):
+            if said is not None and said.startswith("fault:"):
+                return (said,)
+        return (self.code, self.op, self.arg, self.mechanism, self.factor)
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "code": self.code,
@@ -267,11 +278,11 @@ class RunResult:
         }
 
     def root_cause_of(self, case: CaseResult) -> tuple[int, RootCause] | None:
-        """The run's root cause that explains `case` (numbered from 1), if any."""
-        for number, cause in enumerate(self.root_causes, 1):
-            if case.id in cause.cases:
-                return number, cause
-        return None
+        """The run's root cause that explains `case` (numbered from 1), if any: of a case
+        with several, the one its top hint names."""
+        found = [(n, c) for n, c in enumerate(self.root_causes, 1) if case.id in c.cases]
+        top = case.hints[0].cause if case.hints else None
+        return next((f for f in found if f[1].hint.cause == top), found[0] if found else None)
 
     @property
     def nothing_checked(self) -> bool:
