@@ -19,11 +19,13 @@ from typer.testing import CliRunner
 
 from corpus import ROOT
 from engines_for_tests import load_cases
+from gradcheck.cases import Case
 from gradcheck.cli import app
 from gradcheck.engines.loading import load_engine
 from gradcheck.engines.protocol import framework_driver
 from gradcheck.engines.stock.torch import TorchEngine
 from gradcheck.errors import UsageError
+from gradcheck.fuzzing.search import bug_key
 from gradcheck.report.html_report import to_html
 from gradcheck.report.json_report import to_json
 from gradcheck.report.rich_report import render
@@ -190,9 +192,13 @@ cases:
 
 
 @pytest.fixture(scope="module")
-def learner(tmp_path_factory: pytest.TempPathFactory) -> RunResult:
-    cases = load_cases(tmp_path_factory.mktemp("learner"), LEARNER_CASES)
-    return run(cases, Learner, RunOptions())
+def learner_cases(tmp_path_factory: pytest.TempPathFactory) -> list[Case]:
+    return load_cases(tmp_path_factory.mktemp("learner"), LEARNER_CASES)
+
+
+@pytest.fixture(scope="module")
+def learner(learner_cases: list[Case]) -> RunResult:
+    return run(learner_cases, Learner, RunOptions())
 
 
 def by_name(result: RunResult) -> dict:
@@ -241,3 +247,18 @@ def test_a_case_with_two_causes_cites_the_one_its_top_hint_names(learner: RunRes
     for case in learner.cases:
         _, cause = learner.root_cause_of(case)
         assert cause.hint.cause == case.hints[0].cause, case.name
+
+
+def test_a_fingerprint_and_the_node_hint_naming_it_are_one_bug_to_the_fuzzer(
+    learner: RunResult, learner_cases: list[Case]
+):
+    """The two cases that found sub.sign, one by the whole case's fingerprint, one by the
+    mechanism of sub's node (tanh's VJP is wrong there too): one bug."""
+    cases = by_name(learner)
+    whole, node = cases["sub"], cases["tanh_sub"]
+    assert whole.hints[0].code == "fault:sub.sign"
+    assert any(h.mechanism == "fault:sub.sign" for h in node.hints)
+    case = {c.name: c for c in learner_cases}
+    assert (
+        bug_key(whole, case["sub"]) == bug_key(node, case["tanh_sub"]) == ("fault:sub.sign", "sub")
+    )

@@ -41,15 +41,21 @@ class Hint:
     also: list[Hint] = field(default_factory=list)
 
     @property
+    def rule(self) -> tuple[str, str | None]:
+        """The rule this hint blames: a fingerprint by its name (and so a localised hint
+        whose mechanism is that fingerprint), else its code; and the op it names."""
+        fault = next((s for s in (self.code, self.mechanism) if s and s.startswith("fault:")), None)
+        return fault or self.code, self.op
+
+    @property
     def cause(self) -> tuple[object, ...]:
         """The bug this hint names, without the case's own words (SPEC §6.2: one bug, one
-        root cause): a fingerprint by its name, and so a localised hint whose mechanism
-        is that fingerprint; another hint by code, op, argument, mechanism and factor,
-        whatever node of the op it names."""
-        for said in (self.code, self.mechanism):
-            if said is not None and said.startswith("fault:"):
-                return (said,)
-        return (self.code, self.op, self.arg, self.mechanism, self.factor)
+        root cause): a fingerprint by its name, whatever op it struck at; another hint by
+        its `rule`, argument, mechanism and factor, whatever node of the op it names."""
+        named, op = self.rule
+        if named.startswith("fault:"):
+            return (named,)
+        return (named, op, self.arg, self.mechanism, self.factor)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

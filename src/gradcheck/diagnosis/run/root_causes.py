@@ -84,6 +84,13 @@ def findings(case: CaseResult) -> list[list[Hint]]:
 Finding = tuple[str, list[Hint]]  # a case's id, and the hints that explain one finding
 
 
+def lead(case: CaseResult) -> Hint | None:
+    """The hint a failing case's bug is known by: of its findings, the first that names an
+    op (a localised hint, a fingerprint at an op), else its top hint."""
+    named = [h for hints in findings(case) for h in hints if h.op]
+    return named[0] if named else (case.hints[0] if case.hints else None)
+
+
 def root_causes(cases: Sequence[CaseResult]) -> list[RootCause]:
     """The failing cases grouped by root cause, the cause explaining most findings first;
     a case with two wrong rules is in two causes."""
