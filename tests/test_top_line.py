@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -21,17 +22,19 @@ from corpus import ROOT
 from engines_for_tests import load_cases
 from gradcheck.cases import Case
 from gradcheck.cli import app
+from gradcheck.cli.ops import _rule_lines
 from gradcheck.engines.loading import load_engine
 from gradcheck.engines.protocol import framework_driver
 from gradcheck.engines.stock.torch import TorchEngine
 from gradcheck.errors import UsageError
 from gradcheck.fuzzing.search import bug_key
+from gradcheck.ops import all_ops
 from gradcheck.report.html_report import to_html
 from gradcheck.report.json_report import to_json
 from gradcheck.report.rich_report import render
 from gradcheck.results import RunResult
 from gradcheck.runner import RunOptions, check_case, run
-from planted_engines import Learner
+from planted_engines import LeadingOnly, Learner
 
 SMOOTH_RELU_OPS = ROOT / "examples" / "custom_op" / "smooth_relu_ops.py"
 ENV = {"COLUMNS": "200", "NO_COLOR": None, "FORCE_COLOR": None, "TTY_COMPATIBLE": None}
@@ -188,6 +191,10 @@ cases:
     description: two bugs at two nodes
     expr: tanh(x) - y
     inputs: {x: {shape: [2, 3]}, y: {shape: [2, 3]}}
+  - name: cross_entropy
+    description: passes; the longest op name, for the report card's columns
+    expr: sparse_softmax_cross_entropy(x * 2.0, k)
+    inputs: {x: {shape: [3, 4]}, k: {values: [0, 3, 1], dtype: int64}}
 """
 
 
@@ -210,7 +217,7 @@ def names(cause) -> set[str]:
 
 
 def test_a_learners_four_bugs_are_four_root_causes_each_at_its_op(learner: RunResult):
-    assert [c.status for c in learner.cases] == ["failed"] * 6
+    assert [c.status for c in learner.cases] == ["failed"] * 6 + ["passed"]
     causes = {(c.hint.op, c.hint.mechanism or c.hint.code): names(c) for c in learner.root_causes}
     assert causes == {
         ("matmul", "fault:matmul.no-batch-reduce"): {"batched_matmul", "batched_matmul_tanh"},
@@ -244,7 +251,7 @@ def test_the_reports_count_the_learners_bugs_once(learner: RunResult):
 
 
 def test_a_case_with_two_causes_cites_the_one_its_top_hint_names(learner: RunResult):
-    for case in learner.cases:
+    for case in learner.cases[:6]:
         _, cause = learner.root_cause_of(case)
         assert cause.hint.cause == case.hints[0].cause, case.name
 
@@ -262,3 +269,75 @@ def test_a_fingerprint_and_the_node_hint_naming_it_are_one_bug_to_the_fuzzer(
     assert (
         bug_key(whole, case["sub"]) == bug_key(node, case["tanh_sub"]) == ("fault:sub.sign", "sub")
     )
+
+
+# -- every hint about an op names it -------------------------------------------------------
+
+
+def test_a_broadcast_fault_leads_with_the_op_whose_gradient_was_not_summed(tmp_path: Path):
+    """The seed's batched matmul under the seed's unbroadcast: the top line is about
+    matmul, and no hint of the case or of its run leaves the op out."""
+    cases = load_cases(
+        tmp_path,
+        """
+        cases:
+          - name: batched
+            expr: a @ b
+            inputs: {a: {shape: [2, 3, 4]}, b: {shape: [1, 4, 5]}}
+        """,
+    )
+    result = run(cases, LeadingOnly, RunOptions())
+    (case,) = result.cases
+    top = case.hints[0]  # or matmul.no-batch-reduce: no case of this run tells them apart
+    assert (top.op, top.node) == ("matmul", "a @ b") and top.message.startswith("matmul's ")
+    (leading,) = [h for h in case.hints if h.code == "fault:broadcast.leading-only"]
+    assert (leading.op, leading.node) == ("matmul", "a @ b")
+    assert leading.message.startswith("matmul's VJP does not sum its size-1 batch axes")
+    about_ops = [h for h in case.hints if h.code.startswith("fault:") or h.code == "op-vjp"]
+    assert [h.op for h in about_ops if h.op is None] == []
+    (cause,) = result.root_causes
+    assert cause.hint.op == "matmul"
+
+
+# -- 80 columns: no cell cut mid-word ------------------------------------------------------
+
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def whole_at_80(output: str, cells: list[str]) -> None:
+    """Every line of `output` within 80 columns, and every name the `cells` hold in it
+    whole (a name cut at the column's edge leaves two names that are not)."""
+    assert max(len(line) for line in output.splitlines()) <= 80
+    shown = set(NAME.findall(output))
+    cut = {name for cell in cells for name in NAME.findall(cell)} - shown
+    assert cut == set()
+
+
+@pytest.mark.parametrize("rules", [[], ["--rules"]])
+def test_gradcheck_ops_with_an_engine_reads_at_80_columns(rules: list[str]):
+    result = CliRunner().invoke(
+        app, ["ops", "--engine", "torch", *rules], env={**ENV, "COLUMNS": "80"}
+    )
+    assert result.exit_code == 0, result.output
+    cells = ["yes"]
+    for op in all_ops():
+        cells += [
+            op.signature,
+            op.tf_name or "",
+            *(_rule_lines(op, "numpy") if rules else [op.doc]),
+        ]
+    whole_at_80(result.stdout, cells)
+    assert {"tf.linalg.matrix_transpose", "sparse_softmax_cross_entropy(logits,"} <= set(
+        result.stdout.split()
+    )
+
+
+def test_the_run_s_report_card_reads_at_80_columns(learner: RunResult):
+    console = Console(file=io.StringIO(), width=80, color_system=None)
+    render(learner, console)
+    text = console.file.getvalue()
+    card = text[text.index("report card:") :]
+    found = [m for record in learner.ops.values() for m in record.mechanisms]
+    assert "sparse_softmax_cross_entropy" in learner.ops and found
+    whole_at_80(card, [*learner.ops, *found])
+    assert set(found) <= set(card.replace(",", " ").split())  # a mechanism is one word
