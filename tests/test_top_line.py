@@ -20,11 +20,12 @@ from typer.testing import CliRunner
 
 from corpus import ROOT
 from engines_for_tests import load_cases
-from gradcheck.cases import Case
+from gradcheck.cases import Case, load_file
 from gradcheck.cli import app
 from gradcheck.cli.ops import _rule_lines
 from gradcheck.engines.loading import load_engine
 from gradcheck.engines.protocol import framework_driver
+from gradcheck.engines.reverse import run_engine
 from gradcheck.engines.stock.torch import TorchEngine
 from gradcheck.errors import UsageError
 from gradcheck.fuzzing.search import bug_key
@@ -341,3 +342,32 @@ def test_the_run_s_report_card_reads_at_80_columns(learner: RunResult):
     assert "sparse_softmax_cross_entropy" in learner.ops and found
     whole_at_80(card, [*learner.ops, *found])
     assert set(found) <= set(card.replace(",", " ").split())  # a mechanism is one word
+
+
+# -- numbers quoted are ones the report shows, or say where they come from -----------------
+
+
+def test_a_driver_hint_says_where_the_numbers_it_quotes_come_from():
+    """At an inner node the driver hint quotes the engine's gradient there, which the
+    report does not show: it says so, and the number is that gradient's."""
+    cases = [
+        c
+        for c in load_file(ROOT / "tests/corpus/cases/backprop.yaml")
+        if c.name == "reused_after_exp"
+    ]
+    (case,) = cases
+    engine = load_engine(f"{ROOT}/tests/corpus/tape_bugs.py:AddsLaterSharesTwice")
+    result = check_case(case, engine, RunOptions())
+    top = result.hints[0]
+    assert (top.code, top.mechanism, top.node) == ("backprop-driver", "unknown", "exp(x)")
+    assert (
+        "its gradient (the engine's at that node, asked for beside the inputs' and not shown)"
+        in top.message
+    )
+    quoted = re.search(
+        r"is (-?[\d.e+-]+) at index \(([\d, ]+)\), where (-?[\d.e+-]+) is right", top.message
+    )
+    assert quoted is not None, top.message
+    at = tuple(int(i) for i in quoted.group(2).split(","))
+    got = run_engine(engine(), case.expression, case.inputs, ["x", "h"], case.cotangent)
+    assert float(quoted.group(1)) == pytest.approx(float(got.grads["h"][at]), rel=1e-5)
