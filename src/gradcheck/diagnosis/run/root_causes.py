@@ -29,6 +29,7 @@ from ..faults.catalogue import FAULTS
 from .ranking import LOCALISED, rank
 
 FAILING = ("failed", "error")
+SHOWN_OPS = 3  # the ops a cause's message names where one shared step struck at several
 Key = tuple[object, ...]
 
 
@@ -136,7 +137,8 @@ def _said(best: Key, chosen: list[Finding], rivals: list[Rival]) -> Hint:
     fault = FAULTS.get(hint.code.removeprefix("fault:"))
     if len(ops) > 1 and fault is not None and fault.at_op:  # one shared step, several ops
         hint.op = None
-        hint.message = f"{fault.summary}, at {' and '.join(ops)}"
+        more = f" and {len(ops) - SHOWN_OPS} more" if len(ops) > SHOWN_OPS else ""
+        hint.message = f"{fault.summary}, at {', '.join(ops[:SHOWN_OPS])}{more}"
     return hint
 
 

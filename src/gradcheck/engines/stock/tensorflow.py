@@ -18,7 +18,7 @@ class TensorFlowAdapter(TensorFlowEngine):
                 return self.record(my_smooth_relu, x)
     """
 
-    driver = "tensorflow"  # its backward pass is the framework's: bugs are in op rules
+    driver = "tensorflow"
 
     def __init__(self) -> None:
         # gradcheck asks for the gradients twice; two tapes, for second-order cases.
