@@ -22,6 +22,9 @@ from .common import (
     stdout_console,
 )
 
+# Stacked, the columns beside the rules (operator, engine, their gaps) and the rules' indent.
+BESIDE_RULES = 20
+
 
 class Spelling(str, enum.Enum):
     numpy = "numpy"
@@ -108,8 +111,8 @@ def _ops_table(found, spell: str | None, mode: str, *, stacked: bool, width: int
         tf_name = op.tf_name or "none: --reference numeric"
         doc = f"{op.doc} [user op, {op.origin}]" if op.origin else op.doc
         lines = _rule_lines(op, spell, mode) if spell else []
-        if width is not None:  # what is left of the line beside the operator and engine
-            lines = [_breakable(line, width - 20) for line in lines]
+        if width is not None:
+            lines = [_breakable(line, width - BESIDE_RULES) for line in lines]
         # With the rules beside it, the meaning would interleave with their lines.
         below = Text(tf_name) if spell else Text.assemble(tf_name, "\n", (doc, "dim"))
         if stacked:

@@ -31,6 +31,7 @@ from .ranking import LOCALISED, rank
 FAILING = ("failed", "error")
 SHOWN_OPS = 3  # the ops a cause's message names where one shared step struck at several
 Key = tuple[object, ...]
+Finding = tuple[str, list[Hint]]  # a case's id, and the hints that explain one finding
 
 
 def key(hint: Hint) -> Key:
@@ -80,9 +81,6 @@ def findings(case: CaseResult) -> list[list[Hint]]:
         where = (hint.node, hint.arg) if hint.code in LOCALISED else None
         found.setdefault(where, {}).setdefault(key(hint), hint)
     return [list(hints.values()) for hints in found.values()]
-
-
-Finding = tuple[str, list[Hint]]  # a case's id, and the hints that explain one finding
 
 
 def lead(case: CaseResult) -> Hint | None:
