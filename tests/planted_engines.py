@@ -6,6 +6,7 @@ the catalogue's take.overwrite)."""
 import numpy as np
 
 from gradcheck.diagnosis.faults.planted import FAULTS, FaultyEngine
+from gradcheck.diagnosis.faults.rules import leading_only
 from gradcheck.engines.builtin.engine import BuiltinEngine
 from gradcheck.ops import Op
 from gradcheck.ops.registry import VJP
@@ -153,3 +154,25 @@ class MulInPlace(BuiltinEngine):
             return other
 
         return in_place
+
+
+class Learner(BuiltinEngine):
+    """A learner's first engine, four classic bugs at once: an unbroadcast that sums the
+    leading axes only, used by matmul (size-1 batch axes never summed); matmul's VJP for b
+    transposed (`g.T @ a` for `a.T @ g`); sub's VJP for b without its minus sign; and
+    tanh's VJP with the square forgotten, `g * (1 - y)`."""
+
+    name = "learner"
+
+    def vjp_rule(self, op: Op, i: int) -> VJP:
+        wrong: dict[tuple[str, int], VJP] = {
+            ("matmul", 1): lambda g, ans, a, b: np.swapaxes(g, -1, -2) @ a,
+            ("sub", 1): lambda g, ans, a, b: g,
+            ("tanh", 0): lambda g, ans, x: g * (1 - ans),
+        }
+        return wrong.get((op.name, i)) or super().vjp_rule(op, i)
+
+    def reduce_to_shape(self, op: Op, share: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        if op.name == "matmul":
+            return leading_only(share, shape)
+        return super().reduce_to_shape(op, share, shape)

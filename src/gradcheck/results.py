@@ -58,6 +58,24 @@ class Hint:
     # Hints that are consequences of this one, folded into it ("also seen as ...").
     also: list[Hint] = field(default_factory=list)
 
+    @property
+    def rule(self) -> tuple[str, str | None]:
+        """The rule this hint blames: a fingerprint by its name (and so a localised hint
+        whose mechanism is that fingerprint), else its code; and the op it names."""
+        fault = next((s for s in (self.code, self.mechanism) if s and s.startswith("fault:")), None)
+        return fault or self.code, self.op
+
+    @property
+    def cause(self) -> tuple[object, ...]:
+        """The bug this hint names, without the case's own words (SPEC §6.2: one bug, one
+        root cause): a fingerprint by its name, whatever op it struck at; another hint by
+        its `rule`, argument, mechanism, factor and recovered rule, whatever node of the op
+        it names."""
+        named, op = self.rule
+        if named.startswith("fault:"):
+            return (named,)
+        return (named, op, self.arg, self.mechanism, self.factor, self.got_rule)
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "code": self.code,
@@ -285,11 +303,11 @@ class RunResult:
         }
 
     def root_cause_of(self, case: CaseResult) -> tuple[int, RootCause] | None:
-        """The run's root cause that explains `case` (numbered from 1), if any."""
-        for number, cause in enumerate(self.root_causes, 1):
-            if case.id in cause.cases:
-                return number, cause
-        return None
+        """The run's root cause that explains `case` (numbered from 1), if any: of a case
+        with several, the one its top hint names."""
+        found = [(n, c) for n, c in enumerate(self.root_causes, 1) if case.id in c.cases]
+        top = case.hints[0].cause if case.hints else None
+        return next((f for f in found if f[1].hint.cause == top), found[0] if found else None)
 
     @property
     def nothing_checked(self) -> bool:

@@ -4,6 +4,7 @@ format hold.
 
 import enum
 import json
+import re
 from typing import Annotated
 
 import typer
@@ -20,6 +21,9 @@ from .common import (
     run_settings,
     stdout_console,
 )
+
+# Stacked, the columns beside the rules (operator, engine, their gaps) and the rules' indent.
+BESIDE_RULES = 20
 
 
 class Spelling(str, enum.Enum):
@@ -52,11 +56,9 @@ def ops(
     which ops it implements and which it lacks: the engine is imported and made, no case
     is run. The config file's ops files are loaded unless --ops is given.
     """
-    from rich.table import Table
     from rich.text import Text
 
     from ..config import DEFAULT
-    from ..ops import all_ops
     from ..report.text import written_whole
 
     settings = run_settings({"engine": engine, "ops": ops_files})
@@ -67,36 +69,83 @@ def ops(
     found = _coverage(settings) if settings.source("engine") != DEFAULT else None
     spell = (spelling or Spelling.numpy).value if rules or spelling or forward else None
     mode = "fwd" if forward else "rev"
+    console = stdout_console()
+    # Side by side where it fits; else stacked; else stacked with long rule words broken.
+    for layout in (
+        {"stacked": False},
+        {"stacked": True},
+        {"stacked": True, "width": console.width},
+    ):
+        table = _ops_table(found, spell, mode, **layout)
+        if _narrowest(console, table) <= console.width:
+            break
+    with written_whole(console):
+        console.print(table)
+    if found:
+        console.print(Text(_coverage_line(settings.engine, found)))
+
+
+def _ops_table(found, spell: str | None, mode: str, *, stacked: bool, width: int | None = None):
+    """The ops, a row each. Signatures, TensorFlow names and rules are copied into code:
+    never cut, only wrapped at words. Side by side, or where that cannot fit (`stacked`,
+    80 columns) the TensorFlow name and the meaning or the rules under the signature;
+    `width`: rule words too long for it broken after a `(` or `,`, never inside a name."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from ..ops import all_ops
+
     table = Table(box=None, pad_edge=False)
-    # Signatures and TensorFlow names are copied into code: never cut, only wrapped at
-    # words (a pool's signature is most of 80 columns); the meaning goes under the
-    # TensorFlow name, so that 80 columns hold it all.
-    table.add_column("op", overflow="fold", min_width=24)
-    table.add_column("operator", no_wrap=True)
     heading = "TensorFlow" if spell else "TensorFlow, meaning"
-    table.add_column(heading, overflow="fold", min_width=24)
+    table.add_column(f"op, {heading}" if stacked else "op", overflow="fold", min_width=24)
+    table.add_column("operator", no_wrap=True)
+    if not stacked:  # the meaning goes under the TensorFlow name
+        table.add_column(heading, overflow="fold", min_width=24)
     if found:
         table.add_column("engine", no_wrap=True)
-    if spell:
-        table.add_column(f"{'JVP' if forward else 'VJP'} ({spell})", overflow="fold", min_width=24)
+    if spell and not stacked:
+        table.add_column(f"{'JVP' if mode == 'fwd' else 'VJP'} ({spell})", overflow="fold")
     for op in all_ops():
         operator = {"u-": "-x"}.get(op.operator or "", op.operator or "")
         # Text, not markup: `concat([values, ...], axis=0)` would lose its `[values, ...]`.
         tf_name = op.tf_name or "none: --reference numeric"
         doc = f"{op.doc} [user op, {op.origin}]" if op.origin else op.doc
+        lines = _rule_lines(op, spell, mode) if spell else []
+        if width is not None:
+            lines = [_breakable(line, width - BESIDE_RULES) for line in lines]
         # With the rules beside it, the meaning would interleave with their lines.
-        tf_cell = Text(tf_name) if spell else Text.assemble(tf_name, "\n", (doc, "dim"))
-        cells = [Text(op.signature), Text(operator), tf_cell]
+        below = Text(tf_name) if spell else Text.assemble(tf_name, "\n", (doc, "dim"))
+        if stacked:
+            rules = "".join(f"\n  {line}" for line in lines)
+            cells = [Text.assemble(op.signature, "\n", below, rules), Text(operator)]
+        else:
+            cells = [Text(op.signature), Text(operator), below]
         if found:
             cells.append(Text(_has(found, op.name)))
-        if spell:
-            cells.append(Text("\n".join(_rule_lines(op, spell, mode))))
+        if spell and not stacked:
+            cells.append(Text("\n".join(lines)))
         table.add_row(*cells)
-    console = stdout_console()
-    with written_whole(console):
-        console.print(table)
-    if found:
-        console.print(Text(_coverage_line(settings.engine, found)))
+    return table
+
+
+def _narrowest(console, table) -> int:
+    """The fewest columns `table` fits in with no word cut."""
+    return console.measure(table, options=console.options.update_width(10**6)).minimum
+
+
+def _breakable(line: str, width: int) -> str:
+    """`line` with each word longer than `width` broken onto further lines after a `(` or
+    a `,` (an indented continuation), so that no name is cut."""
+    words = []
+    for word in line.split(" "):
+        pieces = re.findall(r"[^(,]*[(,]?", word)[:-1] or [word]
+        out = ""
+        for piece in pieces:
+            if out and len(out.rsplit("\n", 1)[-1]) + len(piece) > width:
+                out += "\n    "
+            out += piece
+        words.append(out)
+    return " ".join(words)
 
 
 def _coverage(settings):

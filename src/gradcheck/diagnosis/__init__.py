@@ -80,7 +80,8 @@ def diagnose(evidence: Evidence) -> list[str]:
             case_hints += attempt("localisation", lambda: _localise(evidence))
             if result.forward.passed:
                 faults = attempt("fingerprints", lambda: case_fingerprints(evidence))
-                if evidence.driver is None and not faults:  # do the failing nodes explain it?
+                if evidence.driver is None and not faults and evidence.own_driver:
+                    # do the failing nodes explain it?
                     case_hints += attempt("the driver", lambda: _unexplained(evidence))
         case_hints += faults
         for item in result.inputs:
@@ -199,7 +200,8 @@ def _localise(evidence: Evidence) -> list[Hint]:
     evidence.node_faults = set()
     if failing:
         return [hint for check in failing for hint in node_hints(check, evidence)]
-    if all(c.result.status == "passed" for c in checks) and evidence.result.forward.passed:
+    every_node_passes = all(c.result.status == "passed" for c in checks)
+    if every_node_passes and evidence.result.forward.passed and evidence.own_driver:
         evidence.driver = driver_hint(evidence)
         return [evidence.driver]
     return []

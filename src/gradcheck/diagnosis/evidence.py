@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from ..cases.model import Case
 from ..engines.builtin.engine import BuiltinEngine
 from ..engines.driver import EngineFailure, EngineRun
-from ..engines.protocol import EngineFactory
+from ..engines.protocol import EngineFactory, framework_driver
 from ..results import CaseResult, Hint
 from . import idiom
 from .mechanisms import dtypes
@@ -51,6 +51,12 @@ class Evidence:
     @property
     def spelling(self) -> str:
         return idiom.spelling(idiom.frameworks(self.engine_factory, self.engine))
+
+    @property
+    def own_driver(self) -> bool:
+        """Whether the engine walks its own graph, so its driver may be the bug: not when
+        its backward pass is a framework's (SPEC §6.1)."""
+        return framework_driver(self.engine_factory) is None
 
 
 @dataclass

@@ -12,7 +12,7 @@ from ..util.modules import import_file, import_module
 from .builtin.engine import BuiltinEngine
 from .driver import engine_text
 from .naming import engine_named, is_file_spec
-from .protocol import EngineFactory, missing_methods
+from .protocol import FRAMEWORK_DRIVERS, EngineFactory, framework_driver, missing_methods
 
 DEFAULT_CLASS = "Engine"
 # The ready adapters: `--engine NAME` -> (module:class, what to install for it).
@@ -63,6 +63,10 @@ def load_engine(spec: str, named: str | None = None) -> EngineFactory:
             "implements leaf, value and grad; a functional engine implements vjp() instead; "
             "`gradcheck init-engine` writes one)"
         )
+    driver = getattr(engine, "driver", None)
+    if driver is not None and framework_driver(engine) is None:
+        known = ", ".join(f'"{d}"' for d in sorted(FRAMEWORK_DRIVERS))
+        raise UsageError(f"{named}: {class_name}.driver = {driver!r}: gradcheck knows {known}")
     if getattr(engine, "conventions", None):
         try:
             check_declared(engine.conventions)

@@ -22,6 +22,9 @@ Two variants (SPEC §4):
   `wrt` values that calls the adapter's own op methods, `primals` the NumPy arrays, and
   the method returns one gradient per primal (`engines.functional`). `value` and
   `constant` are optional there: without them gradcheck uses `np.asarray` and the arrays.
+* ``driver = "torch"`` (or ``"jax"``, ``"autograd"``, ``"tensorflow"``) says the backward
+  pass is that framework's: the diagnosis then never blames the driver, only op rules
+  (SPEC §6.1). The stock adapters say it.
 * ``scalar_only = True`` says the engine differentiates scalars only: gradcheck builds
   ``sum(mul(output, constant(cotangent)))`` from the engine's own `mul` and `sum` and
   asks for the gradient of that, with a cotangent of 1.
@@ -48,11 +51,19 @@ class Engine(Protocol):
 EngineFactory = Callable[[], Any]
 T = TypeVar("T")
 TAPE_METHODS = ("leaf", "value", "grad")
+FRAMEWORK_DRIVERS = frozenset({"torch", "jax", "autograd", "tensorflow"})
 
 
 def is_functional(engine: Any) -> bool:
     """A functional engine: `vjp(fn, primals, cotangent)`, no `grad` (SPEC §4)."""
     return callable(getattr(engine, "vjp", None)) and not callable(getattr(engine, "grad", None))
+
+
+def framework_driver(engine: Any) -> str | None:
+    """The framework whose backward driver an engine (class or instance) uses, as its
+    `driver` attribute says; None for an engine that walks its own graph."""
+    driver = getattr(engine, "driver", None)
+    return driver if isinstance(driver, str) and driver in FRAMEWORK_DRIVERS else None
 
 
 def missing_methods(engine: Any) -> list[str]:

@@ -35,6 +35,7 @@ from hypothesis.errors import NoSuchExample
 
 from ..cases.model import Case
 from ..comparison.compare import compare
+from ..diagnosis.run.root_causes import lead
 from ..engines.driver import Unsupported
 from ..engines.protocol import EngineFactory
 from ..engines.reverse import run_engine
@@ -360,18 +361,20 @@ _RAISED = re.compile(r"^(.*?) raised (\w+)")
 
 
 def bug_key(result: CaseResult, case: Case) -> BugKey:
-    """What makes two failures the same bug: the top hint's code and op, and the rule the
-    engine computes where it was recovered (so that shrinking keeps it). An engine error
-    is another way to fail than wrong numbers: ``("error", <its top hint>)``, or where
-    the diagnosis did not localise it, what raised which exception (a node as its op:
-    sizes and names vary)."""
-    top = result.hints[0] if result.hints else None
+    """What makes two failures the same bug: the rule its root cause blames and the op
+    (`root_causes.lead`, `Hint.rule`: a fingerprint and the hint whose mechanism it is are
+    one bug), with the rule the engine computes where it was recovered (so that shrinking
+    keeps it). An engine error is another way to fail than wrong numbers: ``("error",
+    <that rule>)``, or where the diagnosis did not localise it, what raised which exception
+    (a node as its op: sizes and names vary)."""
+    top = lead(result)
     if result.status != "error":
-        if top is not None and top.got_rule:
-            return f"{top.code} computing `{top.got_rule}`", top.op
-        return (top.code, top.op) if top else ("failed", None)
+        if top is None:
+            return ("failed", None)
+        named, op = top.rule
+        return (f"{named} computing `{top.got_rule}`" if top.got_rule else named), op
     if top is not None:
-        return "error", describe((top.code, top.op))
+        return "error", describe(top.rule)
     raised = _RAISED.match(result.message)
     if raised is None:  # "grad returned 2 arrays for 3 wrt nodes (x, y, z)"
         counted = re.sub(r"\d+", "N", re.split(r"[(:]", result.message)[0]).strip()

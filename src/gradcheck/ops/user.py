@@ -56,7 +56,7 @@ from .registry import JVP, VJP, Interval, Op, Shape
 # else than an op: an op method of that name would be shadowed by them, or shadow them.
 RESERVED = frozenset(
     {"leaf", "constant", "value", "grad", "vjp", "jvp", "name", "conventions", "scalar_only"}
-    | {"higher_order", "functional_jvp"}
+    | {"higher_order", "functional_jvp", "driver"}
     | {"apply", "backward", "vjp_rule", "reduce_to_shape", "accumulate", "topological_order"}
     | {"cotangents"}  # the builtin engine's, for an op with several outputs
     | {"tangent", "jvp_rule", "broadcast_tangent"}

@@ -2,7 +2,8 @@
 
 The root causes come first, each said once with the cases it explains and the case that
 decided it over a rival; then, per op, how the cases using it fared, in a table that fits
-80 columns (the mechanisms found wrap in their column). `citation` is the line a case's own
+80 columns (the mechanisms found wrap in their column, or under their op beside a long
+op name). `citation` is the line a case's own
 report (and its JUnit or GitHub text) gives to the run's cause it shares.
 """
 
@@ -10,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from rich.console import RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -56,7 +58,7 @@ def run_summary(run: RunResult, *, card: bool = True) -> Iterator[RenderableType
         yield from _causes(run, failing)
     if card and run.ops:
         yield Text("report card: the cases using each op", style="bold")
-        yield indented(_card(run.ops))
+        yield indented(_Card(run.ops))
         yield indented(Text(CARD_LEGEND, style="dim"))  # as wide as the line, not the table
 
 
@@ -110,7 +112,20 @@ def _ids(ids: list[str]) -> str:
     return shown + (f" and {len(ids) - SHOWN_CASES} more" if len(ids) > SHOWN_CASES else "")
 
 
-def _card(ops: dict[str, OpRecord]) -> Table:
+class _Card:
+    """The report card, as wide as it may be: the mechanisms found in a column of their
+    own, or where a whole one would not fit beside a long op name, on the line under it."""
+
+    def __init__(self, ops: dict[str, OpRecord]) -> None:
+        self.ops = ops
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        beside = _card(self.ops, beside=True)
+        narrowest = console.measure(beside, options=options.update_width(10**6)).minimum
+        yield beside if narrowest <= options.max_width else _card(self.ops, beside=False)
+
+
+def _card(ops: dict[str, OpRecord], *, beside: bool) -> Table:
     # One space between columns, not two: beside a long op name (take_along_axis,
     # sparse_softmax_cross_entropy) the found column keeps room for a whole mechanism.
     table = Table(
@@ -120,20 +135,27 @@ def _card(ops: dict[str, OpRecord]) -> Table:
         header_style="dim",
         show_edge=False,
     )
-    table.add_column("op", no_wrap=True)
+    # Under the op, what was found wraps at words in the op's column.
+    table.add_column("op", no_wrap=beside, overflow="fold")
     for heading in ("pass", "fail", "other", "lacks"):
         table.add_column(heading, justify="right", no_wrap=True, min_width=len(heading))
-    table.add_column("found", overflow="fold")  # wraps at words, under itself
+    if beside:
+        table.add_column("found", overflow="fold")  # wraps at words, under itself
     for op, record in sorted(ops.items(), key=lambda item: _order(item[1])):
+        found = _found(record)
         table.add_row(
-            op,
+            op if beside or not found else Group(op, Padding(_said(found), (0, 0, 0, 2))),
             str(record.passed),
             Text(str(record.failed), style="bold red" if record.failed else ""),
             str(record.failed_elsewhere),
             Text(str(record.unsupported), style="yellow" if record.unsupported else ""),
-            _found(record),
+            *([found] if beside else []),
         )
     return table
+
+
+def _said(found: str) -> Text:
+    return Text.assemble(("found: ", "dim"), found)
 
 
 def _found(record: OpRecord) -> str:

@@ -51,6 +51,8 @@ def _plausible(fault: Fault, evidence: Evidence) -> bool:
     pass): an op's fault only if it reproduced a node alone; a driver fault only where
     it can make a difference, or shows (`no-upstream` fails every node alone)."""
     nodes = evidence.result.nodes
+    if fault.driver is not None and not evidence.own_driver:
+        return False  # a framework's driver is not the suspect: its op rules are
     if fault.driver == "no-upstream":
         return bool(nodes) and all(n.status == "failed" for n in nodes)
     if fault.driver is not None:  # accumulation and order matter only at a fan-out ...

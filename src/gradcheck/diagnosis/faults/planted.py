@@ -18,6 +18,7 @@ import numpy as np
 
 from ...cases.model import Case
 from ...engines.builtin.engine import BuiltinEngine, Tensor
+from ...expression import Node
 from ...ops import Op, get_op
 from ...ops.registry import JVP, VJP
 from ...results import Hint
@@ -101,6 +102,13 @@ def fault_hint(fault: Fault, case: Case, spell: str, message: str | None = None)
     if op in fault.ops and op not in used and used:
         op = min(used)
     nodes = [n.text for n in case.expression.op_nodes if n.op is not None and n.op.name == op]
+    summary = fault.summary
+    if fault.at_op:  # a shared unbroadcast step: name the op it struck at
+        struck = [n for n in case.expression.op_nodes if _broadcasts(n, fault.reduce_ops)]
+        op = struck[0].op.name if struck else op  # type: ignore[union-attr]
+        nodes = [n.text for n in struck if n.op is struck[0].op]
+        axes = "batch axes" if op == "matmul" else "axes"
+        summary = f"{fault.at_op.format(op=op, axes=axes)}: {summary}" if struck else summary
     fix = fault.fix
     if spell == "tensorflow":
         rules = [_tf_rule(op_name, arg) for op_name, arg in fault.vjps]
@@ -108,13 +116,25 @@ def fault_hint(fault: Fault, case: Case, spell: str, message: str | None = None)
     return Hint(
         fault.code,
         message
-        or f"{fault.summary}; the builtin engine with this one fault reproduces the engine's "
-        "numbers",
+        or f"{summary}; the builtin engine with this one fault reproduces the engine's numbers",
         fix,
         "exact",
         op=op if op in fault.ops else None,
         node=nodes[0] if len(nodes) == 1 else None,
     )
+
+
+def _broadcasts(node: Node, ops: frozenset[str]) -> bool:
+    """Whether `node`, of one of `ops`, broadcast an argument (matmul: its batch axes), so
+    its gradient must be summed back."""
+    if node.op is None or node.op.name not in ops:
+        return False
+    matrix = 2 if node.op.name == "matmul" else 0
+
+    def outer(shape: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(shape[: max(len(shape) - matrix, 0)])
+
+    return any(outer(arg.shape) != outer(node.shape) for arg in node.args)
 
 
 def _tf_rule(op_name: str, arg: int) -> str | None:

@@ -32,6 +32,9 @@ class Fault:
     check: str = "vjp"  # what the fault breaks: the VJPs, or the JVPs (forward mode)
     jvps: Mapping[tuple[str, int], JVP] = field(default_factory=dict)  # (op, arg) -> rule
     unbroadcast_tangent: frozenset[str] = frozenset()  # ops whose tangent stays as it is
+    # A shared step's fault said at the op where it struck: "{op}'s VJP does not sum its
+    # size-1 {axes}" ({axes}: "batch axes" at matmul, else "axes").
+    at_op: str = ""
 
     @property
     def ops(self) -> frozenset[str]:

@@ -208,7 +208,7 @@ def located(found: Adjoints, node: Node) -> Hint:
             "backprop-driver",
             f"{found.label(node)} is the first node, output first, whose gradient is wrong "
             f"while its consumers' are right (it is used {_uses(found, node)}): the driver "
-            f"goes wrong there; {_worst(found.right[node], got)}",
+            f"goes wrong there; {_quoted(node)} {_worst(found.right[node], got)}",
             FIXES["unknown"],
             "likely",
             node=node.text,
@@ -321,14 +321,22 @@ def _uses(found: Adjoints, node: Node) -> str:
     return f"by {count} consumer{'s' if count > 1 else ''}: {', '.join(consumers)}"
 
 
+def _quoted(node: Node) -> str:
+    """Where the numbers a driver hint quotes come from: an input's arrays are shown with
+    the case; an inner node's gradient is asked for besides (SPEC §6.1)."""
+    if node.op is None:
+        return "its gradient"
+    return "its gradient (the engine's at that node, asked for beside the inputs' and not shown)"
+
+
 def _worst(want: np.ndarray, got: np.ndarray) -> str:
     if want.shape != got.shape:
-        return f"its gradient has shape {got.shape}, not {want.shape}"
+        return f"has shape {got.shape}, not {want.shape}"
     with np.errstate(invalid="ignore"):
         diff = np.abs(np.asarray(got, np.float64) - np.asarray(want, np.float64))
     index = np.unravel_index(int(np.argmax(np.where(np.isnan(diff), np.inf, diff))), want.shape)
     at = tuple(int(i) for i in index)
-    return f"at index {at} it gives {float(got[at]):.6g} where {float(want[at]):.6g} is right"
+    return f"is {float(got[at]):.6g} at index {at}, where {float(want[at]):.6g} is right"
 
 
 # -- stale gradients ------------------------------------------------------------------

@@ -259,14 +259,9 @@ def _case_fault_hint(fault: Fault, check: NodeCheck, evidence: Evidence, spell: 
     return hint
 
 
-def _framework_driver(evidence: Evidence) -> bool:
-    """The engine's backward driver is a framework's (a stock adapter): it gets no driver
-    hint (SPEC §6.1, the top line is the truth). The one place that decides it here."""
-    return getattr(evidence.engine_factory, "__module__", "").startswith("gradcheck.engines.stock")
-
-
 def _driver_hints(evidence: Evidence, why: str) -> list[Hint]:
-    return [] if _framework_driver(evidence) else [_driver_hint(evidence, why)]
+    """No driver hint for a framework's backward pass (SPEC §6.1: the top line is the truth)."""
+    return [_driver_hint(evidence, why)] if evidence.own_driver else []
 
 
 def _driver_hint(evidence: Evidence, why: str) -> Hint:

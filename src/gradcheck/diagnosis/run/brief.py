@@ -31,13 +31,16 @@ def known_hints(evidence: Evidence) -> list[Hint]:
     relevant = {f.name for f in relevant_faults(used_ops(case))}
     names = [h.code.removeprefix("fault:") for h, _ in evidence.known]
     faults = [FAULTS[n] for n in names if n in relevant]
-    found = reproducing([f for f in faults if f.driver is None or fans_out(case)], evidence)
+    own = evidence.own_driver  # a framework's driver is never the cause
+    found = reproducing(
+        [f for f in faults if f.driver is None or (own and fans_out(case))], evidence
+    )
     if found:
         ops = {op for h in found for op in FAULTS[h.code.removeprefix("fault:")].ops}
         _check_alone(evidence, lambda node: node.op is not None and node.op.name in ops)
         return found
     located = {h.mechanism for h, _ in evidence.known if h.code == "backprop-driver"}
-    if not located:
+    if not located or not own:
         return []
     hint = driver_hint(evidence)
     if hint.mechanism not in located or hint.node is None:

@@ -45,9 +45,9 @@ def report_card(cases: Sequence[CaseResult]) -> dict[str, OpRecord]:
             for op in used:
                 if op in found:
                     card[op].failed += 1
-                    if found[op]:
-                        mechanisms = card[op].mechanisms
-                        mechanisms[found[op]] = mechanisms.get(found[op], 0) + 1
+                    mechanisms = card[op].mechanisms
+                    for mechanism in found[op]:  # one per wrong rule of the op found there
+                        mechanisms[mechanism] = mechanisms.get(mechanism, 0) + 1
                 else:
                     card[op].failed_elsewhere += 1
     return {op: record for op, record in card.items() if _counted(record)}
@@ -57,17 +57,18 @@ def _counted(record: OpRecord) -> bool:
     return bool(record.passed or record.failed or record.failed_elsewhere or record.unsupported)
 
 
-def found_wrong(case: CaseResult) -> dict[str, str | None]:
-    """The ops found wrong in a failing case, each with what was found (a mechanism, or
-    the fingerprint that explains the case), None where nothing more was found."""
+def found_wrong(case: CaseResult) -> dict[str, list[str]]:
+    """The ops found wrong in a failing case, each with what was found there (a mechanism,
+    or the fingerprint that explains the case; one per wrong rule of the op), empty where
+    nothing more was found."""
     top = case.hints[0] if case.hints else None
     hints = [*case.hints, *(top.also if top else [])]
-    found: dict[str, str | None] = {}
+    found: dict[str, list[str]] = {}
     for node in case.nodes:
         if node.status in ("failed", "error"):
-            found.setdefault(_op_of(node.op), _mechanism(node.op, hints, top))
+            found.setdefault(_op_of(node.op), _mechanisms(node.op, hints, top))
     if top is not None and top.op:
-        found.setdefault(_op_of(top.op), _mechanism(top.op, hints, top))
+        found.setdefault(_op_of(top.op), _mechanisms(top.op, hints, top))
     return found
 
 
@@ -77,13 +78,11 @@ def _op_of(label: str) -> str:
     return label.split("[", 1)[0]
 
 
-def _mechanism(op: str, hints: list[Hint], top: Hint | None) -> str | None:
+def _mechanisms(op: str, hints: list[Hint], top: Hint | None) -> list[str]:
     if top is not None and top.code.startswith("fault:"):
-        return top.code  # the whole case is this fault; its nodes are what it touches
-    for hint in hints:
-        if hint.op == op and hint.code in LOCALISED:
-            return hint.mechanism or hint.code
-    return None
+        return [top.code]  # the whole case is this fault; its nodes are what it touches
+    found = {h.cause: h.mechanism or h.code for h in hints if h.op == op and h.code in LOCALISED}
+    return list(dict.fromkeys(found.values()))
 
 
 # -- without running anything ----------------------------------------------------------

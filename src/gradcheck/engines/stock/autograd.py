@@ -58,6 +58,7 @@ def _axes(axis, ndim: int) -> list[int]:
 
 class AutogradEngine(NumpyApiLinalgOps, NumpyApiConvOps, NumpyApiPoolOps, NumpyApiOps):
     name = "autograd"
+    driver = "autograd"
     xp = anp
     conventions: ClassVar[dict[str, str]] = {
         "relu": "half",

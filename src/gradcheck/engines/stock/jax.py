@@ -94,6 +94,7 @@ def _tangent(fn: Callable[..., Any], primals: tuple, tangents: tuple) -> Any:
 
 class JaxEngine(NumpyApiLinalgOps, NumpyApiConvOps, NumpyApiPoolOps, NumpyApiOps):
     name = "jax"
+    driver = "jax"
     xp = jnp
     conventions: ClassVar[dict[str, str]] = {
         "abs": "one",

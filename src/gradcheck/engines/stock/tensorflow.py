@@ -18,6 +18,8 @@ class TensorFlowAdapter(TensorFlowEngine):
                 return self.record(my_smooth_relu, x)
     """
 
+    driver = "tensorflow"
+
     def __init__(self) -> None:
         # gradcheck asks for the gradients twice; two tapes, for second-order cases.
         super().__init__(persistent=True, order=2)

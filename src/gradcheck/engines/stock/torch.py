@@ -39,8 +39,7 @@ from .torch_split import TorchSplitOps
 
 
 def _dims(x: torch.Tensor, axis: Any) -> Any:
-    # A 0-d tensor reduces over "dim 0"; torch reads dim=() as every axis, never as none.
-    if axis is None:
+    if axis is None:  # 0-d reduces over "dim 0"; torch reads dim=() as every axis, not none
         return tuple(range(max(x.ndim, 1)))
     return tuple(axis) if isinstance(axis, list) else axis
 
@@ -90,6 +89,7 @@ def _running(
 
 class TorchEngine(TorchLayoutOps, TorchLinalgOps, TorchConvOps, TorchPoolOps, TorchSplitOps):
     name = "torch"
+    driver = "torch"
     conventions: ClassVar[dict[str, str]] = {
         "maximum": "split",
         "minimum": "split",

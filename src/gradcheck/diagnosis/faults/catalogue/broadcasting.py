@@ -54,6 +54,7 @@ FAULTS: tuple[Fault, ...] = (
         reduce=no_reduce,
         reduce_ops=BROADCASTING,
         seen="deeplearning4j/nd4j#2424",
+        at_op="{op}'s VJP does not sum its broadcast {axes} back",
     ),
     Fault(
         "broadcast.leading-only",
@@ -64,6 +65,7 @@ FAULTS: tuple[Fault, ...] = (
         reduce=leading_only,
         reduce_ops=BROADCASTING | {"matmul"},
         seen="the question gradcheck grew from (cases/seed.yaml, examples/seed_engine.py)",
+        at_op="{op}'s VJP does not sum its size-1 {axes}",
     ),
     Fault(
         "broadcast.leading-kept",
@@ -74,6 +76,7 @@ FAULTS: tuple[Fault, ...] = (
         reduce=leading_kept,
         reduce_ops=BROADCASTING | {"matmul"},
         seen="deeplearning4j/nd4j#2424",
+        at_op="{op}'s VJP keeps its extra leading {axes} as size 1",
     ),
 )
 # fmt: on
