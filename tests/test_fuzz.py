@@ -330,12 +330,12 @@ def test_fuzzing_the_gathers_finds_a_scatter_that_drops_repeated_indices():
 
 def test_one_wrong_rule_is_one_bug_however_the_fuzzer_s_cases_show_it():
     """SPEC §10, one report per bug: take's buffered scatter shows as a scaled VJP alone,
-    and under a zero-gradient or scaled pattern when take meets take; all one bug, at
-    take (the run had found three)."""
+    and under a zero-gradient or scaled pattern when take meets take; all one bug, the
+    catalogue's take.overwrite (the run had found three)."""
     from planted_engines import TakeAddsBuffered
 
     run = fuzz_engine(TakeAddsBuffered, ops=["take"], budget=Budget(200), seed=0)
-    assert [bug.key for bug in run.bugs] == [("op-vjp", "take")]
+    assert [bug.key for bug in run.bugs] == [("fault:take.overwrite", "take")]
 
 
 def test_fuzzing_split_finds_a_vjp_that_drops_an_output_s_cotangent():

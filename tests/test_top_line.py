@@ -228,6 +228,9 @@ def test_a_learners_four_bugs_are_four_root_causes_each_at_its_op(learner: RunRe
     }
     (tanh,) = [c for c in learner.root_causes if c.hint.op == "tanh"]
     assert tanh.hint.code == "op-vjp"
+    # the formula the engine computes, recovered (SPEC §6.1), not a number at an index
+    assert (tanh.hint.got_rule, tanh.hint.confidence) == ("g * (1 - y)", "exact")
+    assert "computes `g * (1 - y)`; the right rule is `g * (1 - np.tanh(x)**2)`" in tanh.hint.message
 
 
 def test_two_wrong_rules_in_one_case_are_two_top_level_findings(learner: RunResult):
@@ -261,15 +264,15 @@ def test_a_fingerprint_and_the_node_hint_naming_it_are_one_bug_to_the_fuzzer(
     learner: RunResult, learner_cases: list[Case]
 ):
     """The two cases that found sub.sign, one by the whole case's fingerprint, one by the
-    mechanism of sub's node (tanh's VJP is wrong there too): one bug."""
+    mechanism of sub's node (tanh's VJP is wrong there too, and recovered exactly, so that
+    case's fuzz key is tanh's): one rule, one key."""
     cases = by_name(learner)
     whole, node = cases["sub"], cases["tanh_sub"]
     assert whole.hints[0].code == "fault:sub.sign"
-    assert any(h.mechanism == "fault:sub.sign" for h in node.hints)
+    [at_sub] = [h for h in node.hints if h.mechanism == "fault:sub.sign"]
     case = {c.name: c for c in learner_cases}
-    assert (
-        bug_key(whole, case["sub"]) == bug_key(node, case["tanh_sub"]) == ("fault:sub.sign", "sub")
-    )
+    assert bug_key(whole, case["sub"]) == at_sub.rule == ("fault:sub.sign", "sub")
+    assert at_sub.cause == whole.hints[0].cause
 
 
 # -- every hint about an op names it -------------------------------------------------------
