@@ -230,7 +230,8 @@ def test_a_learners_four_bugs_are_four_root_causes_each_at_its_op(learner: RunRe
     assert tanh.hint.code == "op-vjp"
     # the formula the engine computes, recovered (SPEC §6.1), not a number at an index
     assert (tanh.hint.got_rule, tanh.hint.confidence) == ("g * (1 - y)", "exact")
-    assert "computes `g * (1 - y)`; the right rule is `g * (1 - np.tanh(x)**2)`" in tanh.hint.message
+    says = "computes `g * (1 - y)`; the right rule is `g * (1 - np.tanh(x)**2)`"
+    assert says in tanh.hint.message
 
 
 def test_two_wrong_rules_in_one_case_are_two_top_level_findings(learner: RunResult):
