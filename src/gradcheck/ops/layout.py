@@ -263,6 +263,7 @@ PAD = register(Op(
               "[-1]), tf.reshape(s, [-1]), tf.size(x) + 1)[1:], tf.shape(x))",),
     jvps=(lambda t, ans, x, paddings, mode, constant_values: PAD(t, paddings=paddings, mode=mode),),
     jvp_rules=("np.pad(t, paddings, mode)",), tf_jvp_rules=("tf.pad(t, paddings, mode.upper())",),
+    torch_rules=(None,), torch_jvp_rules=(None,),
     attr_choices={
         "paddings": ([], [[1, 0]], [[2, 1]], [[0, 0], [1, 2]], [[1, 1], [0, 1]],
                      [[0, 1], [1, 0], [0, 0]], [[1, 1], [0, 0], [2, 0]]),
@@ -297,6 +298,16 @@ REPEAT = register(Op(
               " tf.shape(x))",),
     jvps=(lambda t, ans, x, repeats, axis: REPEAT(t, repeats=repeats, axis=axis),),
     jvp_rules=("np.repeat(t, repeats, axis)",), tf_jvp_rules=("tf.repeat(t, repeats, axis)",),
+    torch_rules=("a = 0 if axis is None else axis % x.ndim; "
+                 "z = torch.zeros_like(x.reshape(-1) if axis is None else x); "
+                 "z.index_add(a, torch.repeat_interleave(torch.arange(z.shape[a]), "
+                 "torch.tensor(repeats)), g).reshape(x.shape)",),
+    torch_jvp_rules=("torch.repeat_interleave(t, torch.tensor(repeats), axis)",),
+    jax_rules=("a = 0 if axis is None else axis % x.ndim; "
+               "z = jnp.zeros_like(x.ravel() if axis is None else x); "
+               "z.at[(slice(None),) * a + (jnp.repeat(jnp.arange(z.shape[a]), "
+               "jnp.array(repeats)),)].add(g).reshape(x.shape)",),
+    jax_jvp_rules=("jnp.repeat(t, jnp.array(repeats), axis)",),
     attr_choices={"repeats": (2, [1, 2], [2, 0, 1], 3, [1, 2, 3, 1])},
 ))
 ROLL = register(Op(
@@ -310,6 +321,9 @@ ROLL = register(Op(
     tf_rules=(_TF_ROLL.format("g", "tf.negative(shift)"),),
     jvps=(lambda t, ans, x, shift, axis: ROLL(t, shift=shift, axis=axis),),
     jvp_rules=("np.roll(t, shift, axis)",), tf_jvp_rules=(_TF_ROLL.format("t", "shift"),),
+    # shift is an int or a list: negated as a tensor.
+    torch_rules=("torch.roll(g, (-torch.tensor(shift)).tolist(), axis)",),
+    jax_rules=("jnp.roll(g, -jnp.array(shift), axis)",),
     attr_choices={"shift": (1, -1, 2, [1, -1], [-2, 1]), "axis": (None, 0, -1, [0, 1], [1, -1])},
 ))
 DILATE = register(Op(
