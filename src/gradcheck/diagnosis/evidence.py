@@ -49,7 +49,7 @@ class Evidence:
 
     @property
     def spelling(self) -> str:
-        return idiom.spelling(idiom.frameworks(self.engine_factory, self.engine))
+        return idiom.engine_spelling(self.engine_factory, self.engine)
 
 
 @dataclass
@@ -66,4 +66,4 @@ class ModeEvidence:
 
     @property
     def spelling(self) -> str:
-        return idiom.spelling(idiom.frameworks(self.engine_factory, self.got))
+        return idiom.engine_spelling(self.engine_factory, self.got)

@@ -1,8 +1,9 @@
 """The engine's idiom: which array libraries it is built on, and rules written its way.
 
 A fix states the correct rule (SPEC §6.1): the registry's NumPy text always, and its
-TensorFlow spelling too for an engine that builds TensorFlow ops, known from the
-modules its adapter's classes import or from the arrays it returns.
+TensorFlow, PyTorch or JAX spelling too for an engine built on that library (the stock
+torch and jax adapters, a subclass of them, a user op checked through them), known from
+the modules its adapter's classes import or from the arrays it returns.
 """
 
 from __future__ import annotations
@@ -37,18 +38,47 @@ def frameworks(factory: EngineFactory, run: EngineRun | None = None) -> frozense
     return frozenset(found & KNOWN)
 
 
+# The libraries whose spelling the rule texts have, first found first used (an engine
+# importing TensorFlow and PyTorch builds TensorFlow ops, as before PyTorch's came).
+SPELLINGS = {"tensorflow": "TensorFlow", "torch": "PyTorch", "jax": "JAX"}
+_STOCK = "gradcheck.engines.stock."
+_LIBRARY = {"tensorflow": "tensorflow", "torch": "torch", "jax": "jax", "jaxlib": "jax"}
+
+
 def spelling(found: frozenset[str]) -> str:
-    """The spelling an engine's fixes use beside NumPy's: "tensorflow" or "numpy"."""
-    return "tensorflow" if "tensorflow" in found else "numpy"
+    """The spelling an engine's fixes use beside NumPy's: "tensorflow", "torch", "jax" or
+    "numpy"."""
+    spelled = {_LIBRARY[name] for name in found if name in _LIBRARY}
+    return next((name for name in SPELLINGS if name in spelled), "numpy")
+
+
+def engine_spelling(factory: EngineFactory, run: EngineRun | None = None) -> str:
+    """The spelling of an engine's fixes: its arrays' library where that has one, else the
+    library of the stock adapter it is or extends (the jax adapter hands back NumPy
+    arrays, and a module may import both torch and jax), else the one its classes'
+    modules import (`spelling`)."""
+    arrays = run.array_module if run is not None else None
+    if arrays in _LIBRARY:
+        return _LIBRARY[arrays]
+    for cls in inspect.getmro(factory) if inspect.isclass(factory) else ():
+        module = cls.__module__
+        if module.startswith(_STOCK):  # gradcheck.engines.stock.torch_conv: "torch"
+            library = module.removeprefix(_STOCK).split("_")[0]
+            if library in SPELLINGS:
+                return library
+    return spelling(frameworks(factory, run))
 
 
 def rule(op: Op, arg: int, spell: str, mode: str = "rev") -> str:
     """`op`'s correct VJP (`mode` "fwd": JVP) for argument `arg`, quoted, in NumPy and (when
-    asked) TF spelling."""
-    numpy, tf = op.rule(arg, mode=mode), op.rule(arg, "tensorflow", mode)
+    asked, and the op has it) the engine's spelling: "`g * (1 - np.tanh(x)**2)` (in
+    PyTorch: `g * (1 - torch.tanh(x)**2)`)"."""
+    numpy = op.rule(arg, mode=mode)
     text = f"`{numpy}`"
-    if spell == "tensorflow" and tf != numpy:
-        text += f" (in TensorFlow: `{tf}`)"
+    if spell in SPELLINGS:
+        other = op.rule(arg, spell, mode)
+        if other and other != numpy:
+            text += f" (in {SPELLINGS[spell]}: `{other}`)"
     return text
 
 

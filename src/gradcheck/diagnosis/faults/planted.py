@@ -94,13 +94,17 @@ class FaultyEngine(BuiltinEngine):
 
 def fault_hint(fault: Fault, case: Case, spell: str, message: str | None = None) -> Hint:
     """The `fault:<name>` hint for a fault that reproduces the engine on `case`; the fix
-    gets the TensorFlow spelling of the right rules for an engine that builds TF ops."""
+    gets the right rules in the engine's spelling (TensorFlow, PyTorch, JAX) too."""
     op = fault.name.split(".")[0]
     nodes = [n.text for n in case.expression.op_nodes if n.op is not None and n.op.name == op]
     fix = fault.fix
-    if spell == "tensorflow":
-        rules = [_tf_rule(op_name, arg) for op_name, arg in fault.vjps]
-        fix += "; in TensorFlow: " + ", ".join(r for r in rules if r) if any(rules) else ""
+    if spell in idiom.SPELLINGS:
+        rules = [_spelled_rule(op_name, arg, spell) for op_name, arg in fault.vjps]
+        fix += (
+            f"; in {idiom.SPELLINGS[spell]}: " + ", ".join(r for r in rules if r)
+            if any(rules)
+            else ""
+        )
     return Hint(
         fault.code,
         message
@@ -113,9 +117,9 @@ def fault_hint(fault: Fault, case: Case, spell: str, message: str | None = None)
     )
 
 
-def _tf_rule(op_name: str, arg: int) -> str | None:
+def _spelled_rule(op_name: str, arg: int, spell: str) -> str | None:
     op = get_op(op_name)
-    text = op.rule(arg, "tensorflow")
+    text = op.rule(arg, spell)
     return f"{op.name}'s VJP for {idiom.param(op, arg)} is `{text}`" if text else None
 
 
