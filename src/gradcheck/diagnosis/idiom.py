@@ -41,7 +41,7 @@ def frameworks(factory: EngineFactory, run: EngineRun | None = None) -> frozense
 # The libraries whose spelling the rule texts have, first found first used (an engine
 # importing TensorFlow and PyTorch builds TensorFlow ops, as before PyTorch's came).
 SPELLINGS = {"tensorflow": "TensorFlow", "torch": "PyTorch", "jax": "JAX"}
-_STOCK = "gradcheck.engines.stock."
+_STOCK, _BUILTIN = "gradcheck.engines.stock.", "gradcheck.engines.builtin"
 _LIBRARY = {"tensorflow": "tensorflow", "torch": "torch", "jax": "jax", "jaxlib": "jax"}
 
 
@@ -53,20 +53,21 @@ def spelling(found: frozenset[str]) -> str:
 
 
 def engine_spelling(factory: EngineFactory, run: EngineRun | None = None) -> str:
-    """The spelling of an engine's fixes: its arrays' library where that has one, else the
-    library of the stock adapter it is or extends (the jax adapter hands back NumPy
-    arrays, and a module may import both torch and jax), else the one its classes'
-    modules import (`spelling`)."""
-    arrays = run.array_module if run is not None else None
-    if arrays in _LIBRARY:
-        return _LIBRARY[arrays]
+    """The spelling of an engine's fixes: TensorFlow's for one that builds TensorFlow ops;
+    else that of the gradcheck engine it is or extends (the stock torch adapter's
+    PyTorch, the jax adapter's JAX, the builtin engine's NumPy: a user's module may import
+    torch and jax both, or torch beside a builtin engine); else its libraries'."""
+    found = frameworks(factory, run)
+    if "tensorflow" in found:
+        return "tensorflow"
     for cls in inspect.getmro(factory) if inspect.isclass(factory) else ():
         module = cls.__module__
+        if module.startswith(_BUILTIN):
+            return "numpy"
         if module.startswith(_STOCK):  # gradcheck.engines.stock.torch_conv: "torch"
             library = module.removeprefix(_STOCK).split("_")[0]
-            if library in SPELLINGS:
-                return library
-    return spelling(frameworks(factory, run))
+            return library if library in SPELLINGS else "numpy"
+    return spelling(found)
 
 
 def rule(op: Op, arg: int, spell: str, mode: str = "rev") -> str:
