@@ -153,6 +153,31 @@ _TF_CUMPROD_JVP = _TF_FIRST + (
 )
 
 
+# cumprod in PyTorch and JAX: the axis moved last and, for reverse, flipped, so that the
+# rule is the forward one along -1 (torch.cumsum has neither reverse nor exclusive).
+_OTHERS_CUMPROD = (
+    "X, Y, U = ({lib}.moveaxis({lib}.flip(v, (axis,)) if reverse else v, axis, -1) "
+    "for v in (x, y, {u})); z = X == 0; first = z & ({lib}.cumsum(z * 1, -1) == 1); "
+    "W = {lib}.where(first, 1, X); one = {lib}.ones_like(W[..., :1]); "
+    "s = {lib}.cumprod({cat}([one, W[..., :-1]], -1) if exclusive else W, -1); "
+)
+_TORCH_CUMPROD, _JAX_CUMPROD = (
+    _OTHERS_CUMPROD.format(lib=lib, cat=cat, u="{u}")
+    for lib, cat in (("torch", "torch.cat"), ("jnp", "jnp.concatenate"))
+)
+_BACK = "{0}.flip({0}.moveaxis(r, -1, axis), (axis,)) if reverse else {0}.moveaxis(r, -1, axis)"
+_CUMPROD_VJP = (
+    "run = lambda v: {0}.flip({0}.cumsum({0}.flip(v, (-1,)), -1), (-1,)) "
+    "- (v if exclusive else 0); "
+    "r = {0}.where(first, run(U * s), run(U * Y) / {0}.where(z, 1, X)); " + _BACK
+)
+_CUMPROD_JVP = (
+    "run = lambda v: {0}.cumsum(v, -1) - (v if exclusive else 0); "
+    "r = {0}.where(run(z * 1) >= 1, {0}.sum(U * first, -1, {1}=True) * s, "
+    "Y * run(U / {0}.where(z, 1, X))); " + _BACK
+)
+
+
 def _tf_run(name: str):
     def build(tf, x, axis, exclusive, reverse):
         return getattr(tf.math, name)(x, axis, exclusive=exclusive, reverse=reverse)
@@ -223,7 +248,10 @@ CUMPROD = register(Op(
                "np.where(reached, np.sum(t * first, axis, keepdims=True) * s, "
                "y * cumsum(t / np.where(z, 1, x), " + _RUN.format("reverse") + "))",),
     tf_jvp_rules=(_TF_CUMPROD_JVP,),
-    torch_rules=(None,), torch_jvp_rules=(None,), jax_rules=(None,), jax_jvp_rules=(None,),
+    torch_rules=(_TORCH_CUMPROD.format(u="g") + _CUMPROD_VJP.format("torch"),),
+    torch_jvp_rules=(_TORCH_CUMPROD.format(u="t") + _CUMPROD_JVP.format("torch", "keepdim"),),
+    jax_rules=(_JAX_CUMPROD.format(u="g") + _CUMPROD_VJP.format("jnp"),),
+    jax_jvp_rules=(_JAX_CUMPROD.format(u="t") + _CUMPROD_JVP.format("jnp", "keepdims"),),
     tf_wrong=_tf_cumprod_wrong,
     # Away from zeros when fuzzing: TensorFlow's gradient is wrong there (tf_wrong).
     domain={"x": Interval(gap=0.25)}, attr_choices=_FLAGS,
