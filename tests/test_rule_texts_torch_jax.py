@@ -48,7 +48,6 @@ UNWRITTEN = {
             "avg_pool2d",
         )
     ),
-    ("pad", "torch"),
 }
 
 
