@@ -1,5 +1,6 @@
 """User-defined ops' rule texts and JVPs (SPEC §9, and forward mode and second order):
-the texts a declaration gives (`rules`, `tf_rules`, `jvp_rules`, `tf_jvp_rules`) are the
+the texts a declaration gives (`rules`, `tf_rules`, `jvp_rules`, `tf_jvp_rules`, and the
+PyTorch and JAX ones, `torch_rules`, `jax_rules`, `torch_jvp_rules`, `jax_jvp_rules`) are the
 rules a fix states, and compute what its VJPs and JVPs do."""
 
 from __future__ import annotations
@@ -21,10 +22,17 @@ def test_the_example_declares_its_rules_in_both_spellings_and_modes() -> None:
     assert smooth_relu.rule(0, "tensorflow") == "g * tf.sigmoid(x)"
     assert smooth_relu.rule(0, mode="fwd") == "t * (1 - np.exp(-y))"
     assert smooth_relu.rule(0, "tensorflow", "fwd") == "t * tf.sigmoid(x)"
+    assert smooth_relu.rule(0, "torch") == "g * torch.sigmoid(x)"
+    assert smooth_relu.rule(0, "jax", "fwd") == "t * jax.nn.sigmoid(x)"
 
 
 def test_the_example_rule_texts_compute_its_vjp_and_jvp() -> None:
+    import jax
+    import jax.numpy as jnp
     import tensorflow as tf
+    import torch
+
+    jax.config.update("jax_enable_x64", True)
 
     (smooth_relu,) = load_ops_files([SMOOTH_RELU_OPS])
     rng = np.random.default_rng(5)
@@ -32,10 +40,16 @@ def test_the_example_rule_texts_compute_its_vjp_and_jvp() -> None:
     y = smooth_relu.forward(x)
     names = {"x": x, "y": y, "g": g, "t": t}
     tensors = {k: tf.constant(v) for k, v in names.items()}
+    torched = {k: torch.from_numpy(v) for k, v in names.items()}
+    jaxed = {k: jnp.asarray(v) for k, v in names.items()}
     for mode, rule, seed in (("rev", smooth_relu.vjps[0], g), ("fwd", smooth_relu.jvps[0], t)):
         want = rule(seed, y, x)
         np.testing.assert_allclose(eval(smooth_relu.rule(0, mode=mode), {"np": np, **names}), want)
         got = eval(smooth_relu.rule(0, "tensorflow", mode), {"tf": tf, **tensors})
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
+        got = eval(smooth_relu.rule(0, "torch", mode), {"torch": torch, **torched})
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+        got = eval(smooth_relu.rule(0, "jax", mode), {"jax": jax, **jaxed})
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
 
 
@@ -58,6 +72,7 @@ def test_a_tensorflow_spelling_left_out_is_the_numpy_one(tmp_path: Path) -> None
     (cube,) = load_ops_files([path])
     assert cube.rule(0, "tensorflow") == cube.rule(0) == "3 * g * x**2"
     assert cube.rule(0, mode="fwd") is None  # no JVP texts declared
+    assert cube.rule(0, "torch") is None  # a user op's NumPy text is never translated
 
 
 class _WrongSmoothRelu(BuiltinEngine):

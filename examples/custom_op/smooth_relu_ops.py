@@ -25,6 +25,10 @@ import gradcheck
     tf_rules=["g * tf.sigmoid(x)"],
     jvp_rules=["t * (1 - np.exp(-y))"],
     tf_jvp_rules=["t * tf.sigmoid(x)"],
+    torch_rules=["g * torch.sigmoid(x)"],  # for the fixes of torch_engine.py and jax_engine.py
+    jax_rules=["g * jax.nn.sigmoid(x)"],
+    torch_jvp_rules=["t * torch.sigmoid(x)"],
+    jax_jvp_rules=["t * jax.nn.sigmoid(x)"],
     tf=lambda tf, x: tf.math.log(1.0 + tf.exp(x)),
 )
 def smooth_relu(x):

@@ -29,6 +29,8 @@ BESIDE_RULES = 20
 class Spelling(str, enum.Enum):
     numpy = "numpy"
     tensorflow = "tensorflow"
+    torch = "torch"
+    jax = "jax"
 
 
 @app.command()
@@ -38,10 +40,12 @@ def ops(
     rules: Annotated[bool, typer.Option("--rules", help="Add each op's VJP rules.")] = False,
     spelling: Annotated[
         Spelling | None,
-        typer.Option(help="The VJP rules in NumPy or TensorFlow spelling (implies --rules)."),
+        typer.Option(
+            help="The VJP rules in NumPy, TensorFlow, PyTorch or JAX spelling (implies --rules)."
+        ),
     ] = None,
     markdown: Annotated[
-        bool, typer.Option("--markdown", help="A Markdown table (docs/ops.md), both spellings.")
+        bool, typer.Option("--markdown", help="Markdown tables (docs/ops.md), every spelling.")
     ] = False,
     engine: EngineOption = None,
     forward: Annotated[
@@ -213,14 +217,34 @@ def _ops_markdown() -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for op in all_ops():
-        rules = [
-            "<br>".join(f"`{line}`" for line in _rule_lines(op, spelling, mode))
-            for mode in ("rev", "fwd")
-            for spelling in ("numpy", "tensorflow")
-        ]
-        cells = (f"`{op.signature}`", f"`{op.tf_name or 'none'}`", op.doc, *rules)
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        cells = (f"`{op.signature}`", f"`{op.tf_name or 'none'}`", op.doc)
+        lines.append(_markdown_row(op, cells, ("numpy", "tensorflow")))
+    lines += [
+        "",
+        "## In PyTorch and JAX spelling",
+        "",
+        "The same rules as the fixes state them for the stock torch and jax adapters (and",
+        "an engine built on them). An op that declares none has its NumPy text translated",
+        "(`np.` to `torch.` or `jnp.`, torch's `dim=` and `keepdim=`); the tests evaluate",
+        "every text with real tensors of that library. An empty cell is a text not written",
+        "yet: the fix states the NumPy rule alone.",
+        "",
+        "| op | VJP (PyTorch) | VJP (JAX) | JVP (PyTorch) | JVP (JAX) |",
+        "|---|---|---|---|---|",
+    ]
+    for op in all_ops():
+        lines.append(_markdown_row(op, (f"`{op.signature}`",), ("torch", "jax")))
     return "\n".join(lines) + "\n"
+
+
+def _markdown_row(op, cells: tuple[str, ...], spellings: tuple[str, ...]) -> str:
+    """A table row: `cells`, then `op`'s VJP rules and JVP rules in each of `spellings`."""
+    rules = [
+        "<br>".join(f"`{line}`" for line in _rule_lines(op, spelling, mode))
+        for mode in ("rev", "fwd")
+        for spelling in spellings
+    ]
+    return "| " + " | ".join(c.replace("|", "\\|") for c in (*cells, *rules)) + " |"
 
 
 @app.command()

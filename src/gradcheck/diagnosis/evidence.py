@@ -50,7 +50,7 @@ class Evidence:
 
     @property
     def spelling(self) -> str:
-        return idiom.spelling(idiom.frameworks(self.engine_factory, self.engine))
+        return idiom.engine_spelling(self.engine_factory, self.engine)
 
     @property
     def own_driver(self) -> bool:
@@ -73,4 +73,4 @@ class ModeEvidence:
 
     @property
     def spelling(self) -> str:
-        return idiom.spelling(idiom.frameworks(self.engine_factory, self.got))
+        return idiom.engine_spelling(self.engine_factory, self.got)

@@ -1,8 +1,9 @@
 """The engine's idiom: which array libraries it is built on, and rules written its way.
 
 A fix states the correct rule (SPEC §6.1): the registry's NumPy text always, and its
-TensorFlow spelling too for an engine that builds TensorFlow ops, known from the
-modules its adapter's classes import or from the arrays it returns.
+TensorFlow, PyTorch or JAX spelling too for an engine built on that library (the stock
+torch and jax adapters, a subclass of them, a user op checked through them), known from
+the modules its adapter's classes import or from the arrays it returns.
 """
 
 from __future__ import annotations
@@ -37,18 +38,48 @@ def frameworks(factory: EngineFactory, run: EngineRun | None = None) -> frozense
     return frozenset(found & KNOWN)
 
 
+# The libraries whose spelling the rule texts have, first found first used (an engine
+# importing TensorFlow and PyTorch builds TensorFlow ops, as before PyTorch's came).
+SPELLINGS = {"tensorflow": "TensorFlow", "torch": "PyTorch", "jax": "JAX"}
+_STOCK, _BUILTIN = "gradcheck.engines.stock.", "gradcheck.engines.builtin"
+_LIBRARY = {"tensorflow": "tensorflow", "torch": "torch", "jax": "jax", "jaxlib": "jax"}
+
+
 def spelling(found: frozenset[str]) -> str:
-    """The spelling an engine's fixes use beside NumPy's: "tensorflow" or "numpy"."""
-    return "tensorflow" if "tensorflow" in found else "numpy"
+    """The spelling an engine's fixes use beside NumPy's: "tensorflow", "torch", "jax" or
+    "numpy"."""
+    spelled = {_LIBRARY[name] for name in found if name in _LIBRARY}
+    return next((name for name in SPELLINGS if name in spelled), "numpy")
+
+
+def engine_spelling(factory: EngineFactory, run: EngineRun | None = None) -> str:
+    """The spelling of an engine's fixes: TensorFlow's for one that builds TensorFlow ops;
+    else that of the gradcheck engine it is or extends (the stock torch adapter's
+    PyTorch, the jax adapter's JAX, the builtin engine's NumPy: a user's module may import
+    torch and jax both, or torch beside a builtin engine); else its libraries'."""
+    found = frameworks(factory, run)
+    if "tensorflow" in found:
+        return "tensorflow"
+    for cls in inspect.getmro(factory) if inspect.isclass(factory) else ():
+        module = cls.__module__
+        if module.startswith(_BUILTIN):
+            return "numpy"
+        if module.startswith(_STOCK):  # gradcheck.engines.stock.torch_conv: "torch"
+            library = module.removeprefix(_STOCK).split("_")[0]
+            return library if library in SPELLINGS else "numpy"
+    return spelling(found)
 
 
 def rule(op: Op, arg: int, spell: str, mode: str = "rev") -> str:
     """`op`'s correct VJP (`mode` "fwd": JVP) for argument `arg`, quoted, in NumPy and (when
-    asked) TF spelling."""
-    numpy, tf = op.rule(arg, mode=mode), op.rule(arg, "tensorflow", mode)
+    asked, and the op has it) the engine's spelling: "`g * (1 - np.tanh(x)**2)` (in
+    PyTorch: `g * (1 - torch.tanh(x)**2)`)"."""
+    numpy = op.rule(arg, mode=mode)
     text = f"`{numpy}`"
-    if spell == "tensorflow" and tf != numpy:
-        text += f" (in TensorFlow: `{tf}`)"
+    if spell in SPELLINGS:
+        other = op.rule(arg, spell, mode)
+        if other and other != numpy:
+            text += f" (in {SPELLINGS[spell]}: `{other}`)"
     return text
 
 

@@ -206,6 +206,12 @@ _TD_A = "list(range(len(free_a), g.ndim)), free_b"
 _TF_TD_A = "list(range(len(free_a), len(g.shape))), free_b"
 _PERM_A = "free_a + [axes_a[axes_b.index(j)] for j in sorted(axes_b)]"
 _PERM_B = "[axes_b[axes_a.index(j)] for j in sorted(axes_a)] + free_b"
+# In PyTorch and JAX, whose argsort takes no list: the inverse permutation in Python.
+_INVERSE = "; {0}({1}.tensordot({2}), [p.index(k) for k in range(len(p))])"
+_TD_TEXTS = (
+    "p = " + _PERM_A + _INVERSE.format("{0}", "{1}", "g, b, [" + _TD_A + "]"),
+    "p = " + _PERM_B + _INVERSE.format("{0}", "{1}", "a, g, [free_a, list(range(len(free_a)))]"),
+)
 
 # The declarations are a table, laid out by hand: one op per block.
 # fmt: off
@@ -225,6 +231,8 @@ TENSORDOT = register(Op(
     jvps=(_tensordot_jvp(0), _tensordot_jvp(1)),
     jvp_rules=("np.tensordot(t, b, [axes_a, axes_b])", "np.tensordot(a, t, [axes_a, axes_b])"),
     tf_jvp_rules=("tf.tensordot(t, b, [axes_a, axes_b])", "tf.tensordot(a, t, [axes_a, axes_b])"),
+    torch_rules=tuple(text.format("torch.permute", "torch") for text in _TD_TEXTS),
+    jax_rules=tuple(text.format("jnp.transpose", "jnp") for text in _TD_TEXTS),
     attr_choices={"axes": (1, 0, 2, [[0], [0]], [[-1], [-1]], [[0, 1], [1, 0]])},
 ))
 EINSUM = register(Op(

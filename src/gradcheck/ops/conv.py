@@ -105,6 +105,8 @@ def _conv_op(rank: int, name: str, data: str, filt: str, tf_fn: Any) -> Op:
                       "dilations=dilations)",
                       f"tf.nn.{name}(x, t, strides, padding, data_format=data_format, "
                       "dilations=dilations)"),
+        torch_rules=(None, None), torch_jvp_rules=(None, None),
+        jax_rules=(None, None), jax_jvp_rules=(None, None),
         attr_choices={"strides": (1, 2), "padding": ("VALID", "SAME", 1),
                       "dilations": (1, 2), "groups": (1, 2), "data_format": FORMATS[rank][0],
                       "filter_format": FORMATS[rank][1]},
@@ -281,6 +283,8 @@ register(Op(
     jvp_rules=(f"conv2d_transpose(t, w, {_TRANSPOSE})", f"conv2d_transpose(x, t, {_TRANSPOSE})"),
     tf_jvp_rules=("tf.nn.conv2d_transpose(t, w, output_shape, strides, padding, data_format)",
                   "tf.nn.conv2d_transpose(x, t, output_shape, strides, padding, data_format)"),
+    torch_rules=(None, None), torch_jvp_rules=(None, None),
+    jax_rules=(None, None), jax_jvp_rules=(None, None),
     attr_choices={"output_shape": _output_shapes, "strides": (1, 2),
                   "padding": ("SAME", "VALID"), "data_format": ("NHWC", "NCHW")},
     scratch=_transpose_scratch,

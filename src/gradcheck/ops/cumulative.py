@@ -117,6 +117,20 @@ _TF_PROD = (
     "o = tf.math.cumprod(f, -1, exclusive=True) * tf.math.cumprod(f, -1, exclusive=True, "
     "reverse=True); o = tf.transpose(tf.reshape(o, m.shape), tf.math.invert_permutation(p)); "
 )
+# PyTorch and JAX have no exclusive cumprod: a ones column shifted in; their argsort
+# takes no list: the inverse permutation in Python.
+_OTHERS_PROD = (
+    "p = [d for d in range(x.ndim) if d not in axis] + list(axis); m = {perm}(x, p); "
+    "f = m.reshape(*m.shape[: x.ndim - len(axis)], -1); one = {lib}.ones_like(f[..., :1]); "
+    "o = {lib}.cumprod({cat}([one, f[..., :-1]], -1), -1) * {lib}.flip({lib}.cumprod("
+    "{cat}([one, {lib}.flip(f, (-1,))[..., :-1]], -1), -1), (-1,)); "
+    "o = {perm}(o.reshape(m.shape), [p.index(k) for k in range(x.ndim)]); "
+)
+_TORCH_PROD = _OTHERS_PROD.format(perm="torch.permute", lib="torch", cat="torch.cat")
+_JAX_PROD = _OTHERS_PROD.format(perm="jnp.transpose", lib="jnp", cat="jnp.concatenate")
+# torch.cumsum has neither reverse nor exclusive: flipped, and the element taken off.
+_TORCH_RUN = "torch.flip(torch.cumsum(torch.flip({0}, (axis,)), axis), (axis,))"
+
 _FIRST = (
     "z = x == 0; first = z & (cumsum(z.astype(int), axis=axis, reverse=reverse) == 1); "
     "s = cumprod(np.where(first, 1, x), axis=axis, exclusive=exclusive, reverse=reverse); "
@@ -136,6 +150,31 @@ _TF_CUMPROD_JVP = _TF_FIRST + (
     "tf.where(reached, tf.reduce_sum(t * tf.cast(first, t.dtype), axis, keepdims=True) * s, "
     "y * tf.math.cumsum(t / tf.where(z == 1, tf.ones_like(x), x), axis, exclusive=exclusive, "
     "reverse=reverse))"
+)
+
+
+# cumprod in PyTorch and JAX: the axis moved last and, for reverse, flipped, so that the
+# rule is the forward one along -1 (torch.cumsum has neither reverse nor exclusive).
+_OTHERS_CUMPROD = (
+    "X, Y, U = ({lib}.moveaxis({lib}.flip(v, (axis,)) if reverse else v, axis, -1) "
+    "for v in (x, y, {u})); z = X == 0; first = z & ({lib}.cumsum(z * 1, -1) == 1); "
+    "W = {lib}.where(first, 1, X); one = {lib}.ones_like(W[..., :1]); "
+    "s = {lib}.cumprod({cat}([one, W[..., :-1]], -1) if exclusive else W, -1); "
+)
+_TORCH_CUMPROD, _JAX_CUMPROD = (
+    _OTHERS_CUMPROD.format(lib=lib, cat=cat, u="{u}")
+    for lib, cat in (("torch", "torch.cat"), ("jnp", "jnp.concatenate"))
+)
+_BACK = "{0}.flip({0}.moveaxis(r, -1, axis), (axis,)) if reverse else {0}.moveaxis(r, -1, axis)"
+_CUMPROD_VJP = (
+    "run = lambda v: {0}.flip({0}.cumsum({0}.flip(v, (-1,)), -1), (-1,)) "
+    "- (v if exclusive else 0); "
+    "r = {0}.where(first, run(U * s), run(U * Y) / {0}.where(z, 1, X)); " + _BACK
+)
+_CUMPROD_JVP = (
+    "run = lambda v: {0}.cumsum(v, -1) - (v if exclusive else 0); "
+    "r = {0}.where(run(z * 1) >= 1, {0}.sum(U * first, -1, {1}=True) * s, "
+    "Y * run(U / {0}.where(z, 1, X))); " + _BACK
 )
 
 
@@ -162,6 +201,10 @@ register(Op(
     jvps=(_prod_jvp,),
     jvp_rules=(_PROD + "np.sum(t * o, axis, keepdims=keepdims)",),
     tf_jvp_rules=(_TF_PROD + "tf.reduce_sum(t * o, axis, keepdims=keepdims)",),
+    torch_rules=(_TORCH_PROD + "torch.broadcast_to(g.reshape(kept_shape), x.shape) * o",),
+    torch_jvp_rules=(_TORCH_PROD + "torch.sum(t * o, axis, keepdim=keepdims)",),
+    jax_rules=(_JAX_PROD + "jnp.broadcast_to(g.reshape(kept_shape), x.shape) * o",),
+    jax_jvp_rules=(_JAX_PROD + "jnp.sum(t * o, axis, keepdims=keepdims)",),
     zeros=True,
 ))
 CUMSUM = register(Op(
@@ -179,6 +222,15 @@ CUMSUM = register(Op(
     ),),
     jvp_rules=(f"cumsum(t, {_RUN.format('reverse')})",),
     tf_jvp_rules=("tf.math.cumsum(t, axis, exclusive=exclusive, reverse=reverse)",),
+    torch_rules=(f"c = torch.cumsum(g, axis) if reverse else {_TORCH_RUN.format('g')}; "
+                 "c - g if exclusive else c",),
+    torch_jvp_rules=(f"c = {_TORCH_RUN.format('t')} if reverse else torch.cumsum(t, axis); "
+                     "c - t if exclusive else c",),
+    # XLA takes no negative axis.
+    jax_rules=("c = jax.lax.cumsum(g, axis % g.ndim, reverse=not reverse); "
+               "c - g if exclusive else c",),
+    jax_jvp_rules=("c = jax.lax.cumsum(t, axis % t.ndim, reverse=reverse); "
+                   "c - t if exclusive else c",),
     attr_choices=_FLAGS,
 ))
 CUMPROD = register(Op(
@@ -196,6 +248,10 @@ CUMPROD = register(Op(
                "np.where(reached, np.sum(t * first, axis, keepdims=True) * s, "
                "y * cumsum(t / np.where(z, 1, x), " + _RUN.format("reverse") + "))",),
     tf_jvp_rules=(_TF_CUMPROD_JVP,),
+    torch_rules=(_TORCH_CUMPROD.format(u="g") + _CUMPROD_VJP.format("torch"),),
+    torch_jvp_rules=(_TORCH_CUMPROD.format(u="t") + _CUMPROD_JVP.format("torch", "keepdim"),),
+    jax_rules=(_JAX_CUMPROD.format(u="g") + _CUMPROD_VJP.format("jnp"),),
+    jax_jvp_rules=(_JAX_CUMPROD.format(u="t") + _CUMPROD_JVP.format("jnp", "keepdims"),),
     tf_wrong=_tf_cumprod_wrong,
     # Away from zeros when fuzzing: TensorFlow's gradient is wrong there (tf_wrong).
     domain={"x": Interval(gap=0.25)}, attr_choices=_FLAGS,

@@ -68,10 +68,13 @@ def unary(
     jvp: JVP,
     jvp_rule: str,
     tf_jvp_rule: str | None = None,
+    torch_rule: str | None = None,
+    torch_jvp_rule: str | None = None,
     operator: str | None = None,
     kink: str | None = None,
     domain: dict[str, Interval] | None = None,
 ) -> Op:
+    # torch_rule and torch_jvp_rule go together, left out where `ops.spelling` translates.
     return register(
         Op(
             name=name,
@@ -90,6 +93,8 @@ def unary(
             jvps=(jvp,),
             jvp_rules=(jvp_rule,),
             tf_jvp_rules=(tf_jvp_rule or jvp_rule,),
+            torch_rules=(torch_rule,) if torch_rule else (),
+            torch_jvp_rules=(torch_jvp_rule,) if torch_jvp_rule else (),
         )
     )
 

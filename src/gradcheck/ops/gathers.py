@@ -156,6 +156,7 @@ _ROWS = "(slice(None),) * axis + (indices,)"  # take's place in x, as an index
 _ALONG = "tuple(indices if a == axis else np.indices(indices.shape, sparse=True)[a] for a in range(x.ndim))"  # noqa: E501
 _MASK = "(labels[..., None] == np.arange(logits.shape[-1]))"
 _TF_MASK = "tf.one_hot(labels, tf.shape(logits)[-1], dtype=logits.dtype)"
+_TORCH_MASK = "torch.nn.functional.one_hot(labels, logits.shape[-1])"
 
 # The declarations are a table, laid out by hand: one op per block.
 # fmt: off
@@ -173,6 +174,11 @@ register(Op(
     jvps=(lambda t, ans, x, indices, axis: np.take(t, indices, axis=axis), None),
     jvp_rules=("np.take(t, indices, axis)", ""),
     tf_jvp_rules=("tf.gather(t, indices, axis=axis)", ""),
+    # torch's index_add and index_select take one axis of flat indices.
+    torch_rules=("torch.zeros_like(x).index_add(axis, indices.reshape(-1), "
+                 "g.reshape(*x.shape[:axis], -1, *x.shape[axis + 1:]))", ""),
+    torch_jvp_rules=("torch.index_select(t, axis, indices.reshape(-1))"
+                     ".reshape(*t.shape[:axis], *indices.shape, *t.shape[axis + 1:])", ""),
     integer=("indices",), index_range=_take_range,
 ))
 register(Op(
@@ -189,6 +195,8 @@ register(Op(
     jvps=(lambda t, ans, x, indices, axis: np.take_along_axis(t, indices, axis), None),
     jvp_rules=("np.take_along_axis(t, indices, axis)", ""),
     tf_jvp_rules=("tf.experimental.numpy.take_along_axis(t, indices, axis)", ""),
+    torch_rules=("torch.zeros_like(x).scatter_add(axis, indices, g)", ""),
+    torch_jvp_rules=("torch.take_along_dim(t, indices, axis)", ""),
     integer=("indices",), index_range=_take_range,
 ))
 register(Op(
@@ -203,6 +211,9 @@ register(Op(
     jvps=(lambda t, ans, table, ids: np.take(t, ids, axis=0), None),
     jvp_rules=("np.take(t, ids, axis=0)", ""),
     tf_jvp_rules=("tf.gather(t, ids)", ""),
+    torch_rules=("torch.zeros_like(table).index_add(0, ids.reshape(-1), "
+                 "g.reshape(-1, table.shape[-1]))", ""),
+    torch_jvp_rules=("t[ids]", ""),
     integer=("ids",), index_range=_embedding_range,
 ))
 register(Op(
@@ -220,6 +231,8 @@ register(Op(
     jvp_rules=(f"np.sum((np.exp(logits) / np.sum(np.exp(logits), -1, keepdims=True) - {_MASK})"
                " * t, -1)", ""),
     tf_jvp_rules=(f"tf.reduce_sum((tf.nn.softmax(logits) - {_TF_MASK}) * t, -1)", ""),
+    torch_rules=(f"(torch.softmax(logits, -1) - {_TORCH_MASK}) * g[..., None]", ""),
+    torch_jvp_rules=(f"torch.sum((torch.softmax(logits, -1) - {_TORCH_MASK}) * t, -1)", ""),
     integer=("labels",), index_range=_sparse_ce_range,
 ))
 register(Op(

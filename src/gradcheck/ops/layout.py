@@ -239,6 +239,16 @@ _PAD_SOURCES = "np.pad(np.arange(1, x.size + 1).reshape(x.shape), paddings, mode
 _TF_PAD_SOURCES = (
     "tf.pad(tf.reshape(tf.range(1, tf.size(x) + 1), tf.shape(x)), paddings, mode.upper())"
 )
+# PyTorch has no symmetric pad: each padded position's source along each axis (`src`),
+# gathered by advanced indexing; a constant's positions are masked out (`keep`).
+_TORCH_PAD_SOURCES = (
+    "p = [torch.arange(-lo, n + hi) for (lo, hi), n in zip(paddings, x.shape)]; "
+    "keep = torch.stack(torch.meshgrid(*[(q >= 0) & (q < n) for q, n in zip(p, x.shape)], "
+    "indexing='ij')).all(0) if mode == 'constant' else 1; "
+    "src = tuple(torch.meshgrid(*[n - 1 - abs(n - 1 - abs(q)) if mode == 'reflect' else "
+    "torch.where(q < 0, -q - 1, torch.where(q >= n, 2 * n - 1 - q, q)) if mode == 'symmetric' "
+    "else q.clamp(0, n - 1) for q, n in zip(p, x.shape)], indexing='ij')); "
+)
 _TILE_SPLIT = "[d for r, n in zip(reps, x.shape) for d in (r, n)]"
 _REPEAT_AT = "a = 0 if axis is None else axis % x.ndim"
 _TF_REPEAT_AT = "a = 0 if axis is None else axis % len(x.shape)"
@@ -263,6 +273,9 @@ PAD = register(Op(
               "[-1]), tf.reshape(s, [-1]), tf.size(x) + 1)[1:], tf.shape(x))",),
     jvps=(lambda t, ans, x, paddings, mode, constant_values: PAD(t, paddings=paddings, mode=mode),),
     jvp_rules=("np.pad(t, paddings, mode)",), tf_jvp_rules=("tf.pad(t, paddings, mode.upper())",),
+    torch_rules=(_TORCH_PAD_SOURCES + "torch.zeros_like(x).index_put_(src, g * keep, "
+                                      "accumulate=True)",),
+    torch_jvp_rules=(_TORCH_PAD_SOURCES + "t[src] * keep",),
     attr_choices={
         "paddings": ([], [[1, 0]], [[2, 1]], [[0, 0], [1, 2]], [[1, 1], [0, 1]],
                      [[0, 1], [1, 0], [0, 0]], [[1, 1], [0, 0], [2, 0]]),
@@ -297,6 +310,16 @@ REPEAT = register(Op(
               " tf.shape(x))",),
     jvps=(lambda t, ans, x, repeats, axis: REPEAT(t, repeats=repeats, axis=axis),),
     jvp_rules=("np.repeat(t, repeats, axis)",), tf_jvp_rules=("tf.repeat(t, repeats, axis)",),
+    torch_rules=("a = 0 if axis is None else axis % x.ndim; "
+                 "z = torch.zeros_like(x.reshape(-1) if axis is None else x); "
+                 "z.index_add(a, torch.repeat_interleave(torch.arange(z.shape[a]), "
+                 "torch.tensor(repeats)), g).reshape(x.shape)",),
+    torch_jvp_rules=("torch.repeat_interleave(t, torch.tensor(repeats), axis)",),
+    jax_rules=("a = 0 if axis is None else axis % x.ndim; "
+               "z = jnp.zeros_like(x.ravel() if axis is None else x); "
+               "z.at[(slice(None),) * a + (jnp.repeat(jnp.arange(z.shape[a]), "
+               "jnp.array(repeats)),)].add(g).reshape(x.shape)",),
+    jax_jvp_rules=("jnp.repeat(t, jnp.array(repeats), axis)",),
     attr_choices={"repeats": (2, [1, 2], [2, 0, 1], 3, [1, 2, 3, 1])},
 ))
 ROLL = register(Op(
@@ -310,6 +333,9 @@ ROLL = register(Op(
     tf_rules=(_TF_ROLL.format("g", "tf.negative(shift)"),),
     jvps=(lambda t, ans, x, shift, axis: ROLL(t, shift=shift, axis=axis),),
     jvp_rules=("np.roll(t, shift, axis)",), tf_jvp_rules=(_TF_ROLL.format("t", "shift"),),
+    # shift is an int or a list: negated as a tensor.
+    torch_rules=("torch.roll(g, (-torch.tensor(shift)).tolist(), axis)",),
+    jax_rules=("jnp.roll(g, -jnp.array(shift), axis)",),
     attr_choices={"shift": (1, -1, 2, [1, -1], [-2, 1]), "axis": (None, 0, -1, [0, 1], [1, -1])},
 ))
 DILATE = register(Op(

@@ -315,8 +315,9 @@ def _texts(kind: str, rank: int) -> dict[str, tuple[str, ...]]:
             "ksize=tf_ksize, strides=tf_strides, padding=padding)"
         )
         tf_jvp = f"tf.nn.avg_pool{rank}d(t, ksize, strides, padding)"
+    unwritten = ("torch_rules", "torch_jvp_rules", "jax_rules", "jax_jvp_rules")
     return {"rules": (rule,), "tf_rules": (tf_rule,), "jvp_rules": (jvp,),
-            "tf_jvp_rules": (tf_jvp,)}  # fmt: skip
+            "tf_jvp_rules": (tf_jvp,), **dict.fromkeys(unwritten, (None,))}  # fmt: skip
 
 
 def _declare(kind: str, rank: int) -> None:

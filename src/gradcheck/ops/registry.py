@@ -74,6 +74,14 @@ Conventions shared by every declaration:
   from the code.
 * ``jvp_rules[i]`` and ``tf_jvp_rules[i]`` are JVP ``i`` as text, in the same names with
   ``t`` the argument's tangent; tested the same way.
+* ``torch_rules``/``jax_rules`` (and ``torch_jvp_rules``/``jax_jvp_rules``) are the same
+  texts in PyTorch and JAX spelling (``torch.``, ``jnp.``, ``jax.``), for the fixes of an
+  engine built on them. A builtin op that leaves one out gets the NumPy texts translated
+  mechanically (`ops.spelling`: ``np.`` to ``torch.`` or ``jnp.``, torch's ``dim=`` and
+  ``keepdim=``), so an op declares only the texts that translation gets wrong; the tests
+  evaluate every text, declared or translated, with real tensors of that library. A user
+  op gets no translation (nothing tests it): only the texts it declares. A text declared
+  None is one not written yet (a pooling's windows in PyTorch): fixes show NumPy's alone.
 * ``domain`` maps a parameter's name to the `Interval` its values are kept in when
   ``gradcheck fuzz`` generates cases: inside the op's domain and out of its steep
   regions (``log`` near 0, a denominator near 0, large exponents), where two correct
@@ -184,6 +192,12 @@ class Op:
     jvps: tuple[JVP, ...] = ()  # forward mode: one per parameter, like the VJPs
     jvp_rules: tuple[str, ...] = ()  # each JVP as NumPy text ...
     tf_jvp_rules: tuple[str, ...] = ()  # ... and as TensorFlow text
+    # The VJPs' and JVPs' texts in PyTorch and JAX spelling; left out, a builtin op's are
+    # its NumPy texts translated (see the module docstring); None: none written yet.
+    torch_rules: tuple[str | None, ...] = ()
+    jax_rules: tuple[str | None, ...] = ()
+    torch_jvp_rules: tuple[str | None, ...] = ()
+    jax_jvp_rules: tuple[str | None, ...] = ()
     # Parameters that take integer inputs (indices, labels; SPEC §3.1): never
     # differentiated, so their VJP and JVP are None and their rule texts "".
     integer: tuple[str, ...] = ()
@@ -210,7 +224,10 @@ class Op:
                 raise TypeError(
                     f"op {self.name}: {len(rules)} {what} for {self.vjp_count} parameters"
                 )
-        for texts in (self.rules, self.tf_rules, self.jvp_rules, self.tf_jvp_rules):
+        for texts in (
+            *(self.rules, self.tf_rules, self.jvp_rules, self.tf_jvp_rules),
+            *(self.torch_rules, self.jax_rules, self.torch_jvp_rules, self.jax_jvp_rules),
+        ):
             if texts and len(texts) != self.vjp_count:
                 raise TypeError(
                     f"op {self.name}: {len(texts)} rule texts for {self.vjp_count} parameters"
@@ -261,14 +278,25 @@ class Op:
         return f"{self.name}({', '.join(params + attrs)})"
 
     def rule(self, i: int, spelling: str = "numpy", mode: str = "rev") -> str | None:
-        """VJP `i` (`mode` "fwd": JVP `i`) as text, `spelling` "numpy" or "tensorflow";
-        None when not declared."""
-        tf = spelling == "tensorflow"
-        if mode == "fwd":
-            texts = self.tf_jvp_rules if tf else self.jvp_rules
-        else:
-            texts = self.tf_rules if tf else self.rules
-        return texts[0 if self.variadic else i] if texts else None
+        """VJP `i` (`mode` "fwd": JVP `i`) as text, `spelling` "numpy", "tensorflow",
+        "torch" or "jax"; None when not declared (nor, for a builtin op's torch and jax
+        texts, translated from NumPy's)."""
+        fwd = mode == "fwd"
+        texts = {
+            "numpy": self.jvp_rules if fwd else self.rules,
+            "tensorflow": self.tf_jvp_rules if fwd else self.tf_rules,
+            "torch": self.torch_jvp_rules if fwd else self.torch_rules,
+            "jax": self.jax_jvp_rules if fwd else self.jax_rules,
+        }[spelling]
+        k = 0 if self.variadic else i
+        if texts:
+            return texts[k]
+        numpy = self.jvp_rules if fwd else self.rules
+        if spelling in ("torch", "jax") and numpy and self.origin is None:
+            from .spelling import translate  # only when asked: declaring stays cheap
+
+            return translate(numpy[k], spelling)
+        return None
 
     def __reduce__(self) -> tuple[Any, ...]:
         # By name: an op crosses to a worker process whose registry declares it too.

@@ -181,6 +181,10 @@ def _stack_jvp(t, ans, xs, i, axis):
 
 # concat's and stack's JVP texts: the tangent in its place, zeros for the other values.
 _PLACED = "[t if j == i else {0}.zeros_like(v) for j, v in enumerate(values)]"
+# torch.flip takes a tuple of dims only; flip's axis is an int, a list or None.
+_TORCH_DIMS = (
+    "tuple(range({0}.ndim)) if axis is None else (axis,) if isinstance(axis, int) else axis"
+)
 
 
 def format_index(index: tuple) -> str:
@@ -220,6 +224,9 @@ register(Op(
     tf_rules=("tf.transpose(g, tf.math.invert_permutation(perm))",),
     jvps=(lambda t, ans, x, perm: np.transpose(t, perm),),
     jvp_rules=("np.transpose(t, perm)",), tf_jvp_rules=("tf.transpose(t, perm)",),
+    # The inverse permutation in Python: torch.argsort and jnp.argsort take no list.
+    torch_rules=("torch.permute(g, [perm.index(k) for k in range(len(perm))])",),
+    jax_rules=("jnp.transpose(g, [perm.index(k) for k in range(len(perm))])",),
 ))
 register(Op(
     name="matrix_transpose", params=("x",), shape=_matrix_transpose_shape,
@@ -273,6 +280,7 @@ register(Op(
     tf=lambda tf, xs, axis: tf.concat(xs, axis), tf_name="tf.concat",
     doc="join along an existing axis",
     rules=("np.split(g, offsets, axis)[i]",), tf_rules=("tf.split(g, sizes, axis)[i]",),
+    torch_rules=("torch.split(g, sizes, axis)[i]",),
     jvps=(_concat_jvp,),
     jvp_rules=(f"np.concatenate({_PLACED.format('np')}, axis)",),
     tf_jvp_rules=(f"tf.concat({_PLACED.format('tf')}, axis)",),
@@ -284,6 +292,7 @@ register(Op(
     tf=lambda tf, xs, axis: tf.stack(xs, axis), tf_name="tf.stack",
     doc="join along a new axis",
     rules=("np.take(g, i, axis)",), tf_rules=("tf.unstack(g, axis=axis)[i]",),
+    torch_rules=("torch.select(g, axis, i)",),
     jvps=(_stack_jvp,),
     jvp_rules=(f"np.stack({_PLACED.format('np')}, axis)",),
     tf_jvp_rules=(f"tf.stack({_PLACED.format('tf')}, axis)",),
@@ -308,6 +317,8 @@ FLIP = register(Op(
     rules=("np.flip(g, axis)",), tf_rules=("tf.reverse(g, tf.reshape(axis, [-1]))",),
     jvps=(lambda t, ans, x, axis: FLIP(t, axis=axis),),
     jvp_rules=("np.flip(t, axis)",), tf_jvp_rules=("tf.reverse(t, tf.reshape(axis, [-1]))",),
+    torch_rules=(f"torch.flip(g, dims={_TORCH_DIMS.format('g')})",),
+    torch_jvp_rules=(f"torch.flip(t, dims={_TORCH_DIMS.format('t')})",),
 ))
 register(Op(
     name="swapaxes", params=("x",), attrs={"axis1": None, "axis2": None}, shape=_swapaxes_shape,

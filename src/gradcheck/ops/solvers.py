@@ -145,6 +145,8 @@ register(Op(
     jvps=(lambda t, ans, x: ans * np.sum(_det_inv_t(x) * t, axis=(-2, -1)),),
     jvp_rules=("y * np.trace(np.linalg.inv(x) @ t, axis1=-2, axis2=-1)",),
     tf_jvp_rules=("y * tf.linalg.trace(tf.linalg.solve(x, t))",),
+    # torch.trace takes one matrix, no batch.
+    torch_jvp_rules=("y * torch.diagonal(torch.linalg.solve(x, t), dim1=-2, dim2=-1).sum(-1)",),
     conditioned=("x",),
 ))
 register(Op(
@@ -159,6 +161,8 @@ register(Op(
     jvps=(lambda t, ans, x: (np.zeros_like(ans[0]), np.sum(_det_inv_t(x) * t, axis=(-2, -1))),),
     jvp_rules=("(np.zeros_like(y[0]), np.trace(np.linalg.inv(x) @ t, axis1=-2, axis2=-1))",),
     tf_jvp_rules=("(tf.zeros_like(y[0]), tf.linalg.trace(tf.linalg.solve(x, t)))",),
+    torch_jvp_rules=("(torch.zeros_like(y[0]), "
+                     "torch.diagonal(torch.linalg.solve(x, t), dim1=-2, dim2=-1).sum(-1))",),
     conditioned=("x",),
 ))
 SOLVE = register(Op(

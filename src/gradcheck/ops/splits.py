@@ -97,6 +97,7 @@ register(Op(
         np.split(t, split_offsets(x, num_or_sizes, axis), axis=axis)),),
     jvp_rules=("tuple(np.split(t, offsets, axis))",),
     tf_jvp_rules=("tuple(tf.split(t, sizes, axis))",),
+    torch_jvp_rules=("tuple(torch.split(t, sizes, axis))",),
     attr_choices={"num_or_sizes": (2, 1, [1, -1])},
 ))
 register(Op(

@@ -148,6 +148,8 @@ ERF = unary(
     jvp=lambda t, ans, x: t * _TWO_OVER_SQRT_PI * np.exp(-x * x),
     jvp_rule="t * 2 / np.sqrt(np.pi) * np.exp(-x**2)",
     tf_jvp_rule="t * 2 / 3.141592653589793**0.5 * tf.exp(-x**2)",
+    torch_rule="g * 2 / torch.pi**0.5 * torch.exp(-x**2)",
+    torch_jvp_rule="t * 2 / torch.pi**0.5 * torch.exp(-x**2)",
 )
 unary(
     "softplus", lambda x: np.logaddexp(0, x), lambda g, ans, x: g / (1 + np.exp(-x)),
@@ -178,6 +180,9 @@ register(Op(
     rules=("g * np.where(x > 0, 1, alpha)",), tf_rules=("tf.where(x > 0, g, alpha * g)",),
     jvps=(lambda t, ans, x, alpha: t * np.where(x > 0, 1, alpha),),
     jvp_rules=("t * np.where(x > 0, 1, alpha)",), tf_jvp_rules=("tf.where(x > 0, t, alpha * t)",),
+    # torch.where makes its two Python numbers float32, alpha rounded.
+    torch_rules=("torch.where(x > 0, g, alpha * g)",),
+    torch_jvp_rules=("torch.where(x > 0, t, alpha * t)",),
     attr_choices={"alpha": (0.2, 0.01)},
 ))
 register(Op(

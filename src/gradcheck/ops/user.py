@@ -25,8 +25,10 @@ ans, *args, **attrs)``) and `tf` (``tf(tf, *args, **attrs)``) are optional: with
 VJPs the builtin engine skips the op (without JVPs, in forward mode), without a
 TensorFlow builder only ``--reference numeric`` judges it. `rules` and `jvp_rules` are
 the VJPs and JVPs as text, one per parameter (`tf_rules`, `tf_jvp_rules` in TensorFlow
-spelling, the NumPy text when left out): the diagnosis's fixes state them, as they
-state the builtin ops' (`ops.registry` names the variables a text may use). `domain`
+spelling, the NumPy text when left out; `torch_rules`, `jax_rules`, `torch_jvp_rules`,
+`jax_jvp_rules` in PyTorch and JAX spelling, for an op checked through the stock torch
+or jax adapter, none when left out): the diagnosis's fixes state them, as they state the
+builtin ops' (`ops.registry` names the variables a text may use). `domain`
 maps a parameter to the `gradcheck.Interval` that ``gradcheck fuzz`` keeps its values in
 (as the builtin ops declare: ``{"x": gradcheck.Interval(low=0.1)}``).
 `register_op(Op(...))` is the long form, field for field what the builtin ops declare.
@@ -90,6 +92,10 @@ def op(
     jvps: Sequence[JVP] = (),
     jvp_rules: Sequence[str] = (),
     tf_jvp_rules: Sequence[str] = (),
+    torch_rules: Sequence[str] = (),
+    jax_rules: Sequence[str] = (),
+    torch_jvp_rules: Sequence[str] = (),
+    jax_jvp_rules: Sequence[str] = (),
 ) -> Callable[[Callable[..., Any]], Op]:
     """Declare the decorated NumPy forward as an op; the decorator returns the `Op`."""
     origin = _origin(sys._getframe(1))
@@ -115,6 +121,10 @@ def op(
             jvps=tuple(jvps),
             jvp_rules=jvp_rules,
             tf_jvp_rules=tf_jvp_rules,
+            torch_rules=torch_rules,
+            jax_rules=jax_rules,
+            torch_jvp_rules=torch_jvp_rules,
+            jax_jvp_rules=jax_jvp_rules,
         )
         return _register(declared)
 
@@ -273,10 +283,13 @@ def _build(origin: str, **fields: Any) -> Op:
 
 def _rule_texts(where: str, fields: dict[str, Any], expected: int, listed: str) -> dict:
     """The rule texts, checked: strings, one per parameter; a TensorFlow spelling left out
-    is the NumPy one (as the builtin declarations write it only where it differs)."""
+    is the NumPy one (as the builtin declarations write it only where it differs). A
+    PyTorch or JAX spelling left out is none: fixes then state the NumPy text alone."""
     texts = {}
     for key, numpy_key in (
         ("rules", None), ("tf_rules", "rules"), ("jvp_rules", None), ("tf_jvp_rules", "jvp_rules"),
+        ("torch_rules", None), ("jax_rules", None), ("torch_jvp_rules", None),
+        ("jax_jvp_rules", None),
     ):  # fmt: skip
         given = fields.get(key) or ()
         if isinstance(given, str) or not all(isinstance(t, str) and t.strip() for t in given):

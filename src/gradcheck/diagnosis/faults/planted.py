@@ -95,7 +95,7 @@ class FaultyEngine(BuiltinEngine):
 
 def fault_hint(fault: Fault, case: Case, spell: str, message: str | None = None) -> Hint:
     """The `fault:<name>` hint for a fault that reproduces the engine on `case`; the fix
-    gets the TensorFlow spelling of the right rules for an engine that builds TF ops."""
+    gets the right rules in the engine's spelling (TensorFlow, PyTorch, JAX) too."""
     op = fault.name.split(".")[0]
     # a fault of two ops (max and min) names the one the case uses; a shared step's none
     used = {n.op.name for n in case.expression.op_nodes if n.op is not None} & fault.ops
@@ -110,9 +110,13 @@ def fault_hint(fault: Fault, case: Case, spell: str, message: str | None = None)
         axes = "batch axes" if op == "matmul" else "axes"
         summary = f"{fault.at_op.format(op=op, axes=axes)}: {summary}" if struck else summary
     fix = fault.fix
-    if spell == "tensorflow":
-        rules = [_tf_rule(op_name, arg) for op_name, arg in fault.vjps]
-        fix += "; in TensorFlow: " + ", ".join(r for r in rules if r) if any(rules) else ""
+    if spell in idiom.SPELLINGS:
+        rules = [_spelled_rule(op_name, arg, spell) for op_name, arg in fault.vjps]
+        fix += (
+            f"; in {idiom.SPELLINGS[spell]}: " + ", ".join(r for r in rules if r)
+            if any(rules)
+            else ""
+        )
     return Hint(
         fault.code,
         message
@@ -137,9 +141,9 @@ def _broadcasts(node: Node, ops: frozenset[str]) -> bool:
     return any(outer(arg.shape) != outer(node.shape) for arg in node.args)
 
 
-def _tf_rule(op_name: str, arg: int) -> str | None:
+def _spelled_rule(op_name: str, arg: int, spell: str) -> str | None:
     op = get_op(op_name)
-    text = op.rule(arg, "tensorflow")
+    text = op.rule(arg, spell)
     return f"{op.name}'s VJP for {idiom.param(op, arg)} is `{text}`" if text else None
 
 
