@@ -12,11 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 
 import gradcheck.checking.diagnosis_step as checking
 import gradcheck.diagnosis as diagnosis
-from gradcheck.cases import Case, load_file
+from case_files import make_case
+from gradcheck.cases import Case
 from gradcheck.diagnosis import rank
 from gradcheck.diagnosis.faults import fingerprints
 from gradcheck.diagnosis.faults.planted import FAULTS, FaultyEngine
@@ -28,16 +28,6 @@ from gradcheck.results import CaseResult, Hint
 from gradcheck.runner import RunOptions, run
 
 # -- helpers -------------------------------------------------------------------------------
-
-
-def make_case(tmp_path: Path, expr: str, inputs: dict, name: str = "c", **settings) -> Case:
-    """One case (random cotangent, float64 unless `settings` say otherwise), loaded."""
-    spec = {"name": name, "expr": expr, "inputs": inputs, "cotangent": "random", **settings}
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump({"cases": [spec]}, sort_keys=False))
-    [case] = load_file(path)
-    assert isinstance(case, Case), case.message
-    return case
 
 
 def check(case: Case, factory, **options) -> CaseResult:

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 from rich.console import Console
 
+from case_files import make_case
 from gradcheck.cases import Case, load_file
 from gradcheck.diagnosis.faults.planted import FAULTS, FaultyEngine
 from gradcheck.diagnosis.localisation.localise import check_nodes
@@ -39,15 +39,6 @@ from gradcheck.results import RunResult
 from gradcheck.runner import RunOptions, run
 
 CASES = Path(__file__).resolve().parents[1] / "cases"
-
-
-def make_case(tmp_path: Path, expr: str, inputs: dict, **settings) -> Case:
-    spec = {"name": "c", "expr": expr, "inputs": inputs, "cotangent": "random", **settings}
-    path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump({"cases": [spec]}, sort_keys=False))
-    [case] = load_file(path)
-    assert isinstance(case, Case), case.message
-    return case
 
 
 def planted(op_name: str, arg: int, rule, *, jvp: bool = False) -> type[BuiltinEngine]:

@@ -16,10 +16,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-import yaml
 from rich.console import Console
 
-from gradcheck.cases import Case, load_file
+from case_files import make_case
+from gradcheck.cases import Case
 from gradcheck.report import render, to_github, to_html, to_json, to_junit
 from gradcheck.results import CaseResult, Hint, RunResult
 from gradcheck.runner import RunOptions, run
@@ -27,15 +27,6 @@ from gradcheck.runner import RunOptions, run
 ROOT = Path(__file__).resolve().parents[1]
 PLANTED = ROOT / "tests" / "planted_engines.py"
 SEED = ROOT / "examples" / "seed_engine.py"
-
-
-def make_case(tmp_path: Path, expr: str, inputs: dict, **settings) -> Case:
-    spec = {"name": "c", "expr": expr, "inputs": inputs, "cotangent": "random", **settings}
-    path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump({"cases": [spec]}, sort_keys=False))
-    [case] = load_file(path)
-    assert isinstance(case, Case), case.message
-    return case
 
 
 def shapes(**named: tuple[int, ...]) -> dict:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 
+from case_files import make_case
 from gradcheck.cases import Case, load_file
 from gradcheck.diagnosis.localisation.localise import check_nodes
 from gradcheck.diagnosis.mechanisms import windows as window_probes
@@ -44,16 +44,6 @@ def planted(op_name: str, arg: int, rule: Callable[..., VJP]) -> type[BuiltinEng
             return rule(right) if (op.name, i) == (op_name, arg) else right
 
     return Planted
-
-
-def case(tmp_path: Path, expr: str, inputs: dict) -> Case:
-    path = tmp_path / "case.yaml"
-    spec = {"name": "probe", "expr": expr, "inputs": inputs, "cotangent": "random",
-            "dtype": "float64"}  # fmt: skip
-    path.write_text(yaml.safe_dump({"cases": [spec]}, sort_keys=False))
-    [loaded] = load_file(path)
-    assert isinstance(loaded, Case), loaded
-    return loaded
 
 
 def shipped(file: str, name: str) -> Case:
@@ -217,7 +207,7 @@ def test_a_conv1d_whose_overlapping_windows_assign_instead_of_adding(tmp_path):
         return vjp
 
     engine = planted("conv1d", 0, rule)
-    the_case = case(
+    the_case = make_case(
         tmp_path, "conv1d(x, w)", {"x": {"shape": [1, 6, 2]}, "w": {"shape": [3, 2, 2]}}
     )
     hint = op_hint(engine, the_case, "conv1d")
@@ -296,7 +286,7 @@ def test_a_roll_that_rolls_its_axes_back_in_the_wrong_order(tmp_path):
         return lambda g, ans, x, shift, axis: np.roll(g, np.negative(shift), axis[::-1])
 
     engine = planted("roll", 0, rule)
-    the_case = case(tmp_path, "roll(x, [-1, 2], axis=[0, 2])", {"x": {"shape": [4, 2, 5]}})
+    the_case = make_case(tmp_path, "roll(x, [-1, 2], axis=[0, 2])", {"x": {"shape": [4, 2, 5]}})
     hint = op_hint(engine, the_case, "roll")
     assert (hint.arg, hint.mechanism) == (0, "shifted")
     assert "a spike in g at (0, 0, 0) lands at" in hint.message
@@ -309,7 +299,9 @@ def test_a_cumprod_whose_gradient_runs_the_wrong_way(tmp_path):
         return lambda g, ans, x, axis, exclusive, reverse: np.cumsum(g * ans, axis) / x
 
     engine = planted("cumprod", 0, rule)
-    the_case = case(tmp_path, "cumprod(x, axis=1)", {"x": {"shape": [2, 4], "init": "positive"}})
+    the_case = make_case(
+        tmp_path, "cumprod(x, axis=1)", {"x": {"shape": [2, 4], "init": "positive"}}
+    )
     hint = op_hint(engine, the_case, "cumprod")
     assert (hint.arg, hint.mechanism) == (0, "not-reversed")
     assert hint.confidence == "likely"  # seen on spikes, not recomputed exactly
@@ -323,7 +315,7 @@ def test_a_cumsum_whose_gradient_is_the_exclusive_forward_sum(tmp_path):
         return lambda g, ans, x, axis, exclusive, reverse: np.cumsum(g, axis) - g
 
     engine = planted("cumsum", 0, rule)
-    the_case = case(tmp_path, "cumsum(x, axis=0)", {"x": {"shape": [5, 2]}})
+    the_case = make_case(tmp_path, "cumsum(x, axis=0)", {"x": {"shape": [5, 2]}})
     hint = op_hint(engine, the_case, "cumsum")
     assert (hint.arg, hint.mechanism, hint.confidence) == (0, "not-reversed", "likely")
 
@@ -426,7 +418,7 @@ def test_a_roll_whose_shift_is_not_inverted(tmp_path):
     engine = planted(
         "roll", 0, lambda right: lambda g, ans, x, shift, axis: np.roll(g, shift, axis)
     )
-    the_case = case(tmp_path, "roll(x, [-1, 2], axis=[0, 2])", {"x": {"shape": [4, 2, 5]}})
+    the_case = make_case(tmp_path, "roll(x, [-1, 2], axis=[0, 2])", {"x": {"shape": [4, 2, 5]}})
     found = probed(engine, the_case, "roll")
     assert (found.mechanism, found.confidence) == ("shifted", "exact")
     assert "the shift is not inverted" in found.says
@@ -436,7 +428,7 @@ def test_a_cumsum_run_forwards_is_not_reversed_exactly(tmp_path):
     def rule(right: VJP) -> VJP:
         return lambda g, ans, x, axis, exclusive, reverse: np.cumsum(g, axis)
 
-    the_case = case(tmp_path, "cumsum(x, axis=1)", {"x": {"shape": [2, 5]}})
+    the_case = make_case(tmp_path, "cumsum(x, axis=1)", {"x": {"shape": [2, 5]}})
     found = probed(planted("cumsum", 0, rule), the_case, "cumsum")
     assert (found.mechanism, found.confidence) == ("not-reversed", "exact")
 
