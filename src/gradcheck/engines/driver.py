@@ -274,16 +274,21 @@ def engine_text(text: str, limit: int = ENGINE_TEXT_CHARS) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+def engine_frames(error: BaseException) -> list[traceback.FrameSummary]:
+    """`error`'s frames in the engine's own code: gradcheck's dropped, and installed
+    libraries' too unless nothing else is left."""
+    tb = traceback.extract_tb(error.__traceback__)
+    stack = [f for f in tb if not f.filename.startswith(_PACKAGE_DIR)]
+    return [f for f in stack if "site-packages" not in f.filename] or stack
+
+
 def traceback_tail(error: BaseException, frames: int = TRACEBACK_FRAMES) -> str:
     """The last frames of an engine's traceback: the engine's own code, where it has any.
 
     gradcheck's frames are dropped, and so are installed libraries' (NumPy's internals
     rarely say what the engine did wrong) unless nothing else is left.
     """
-    tb = traceback.extract_tb(error.__traceback__)
-    stack = [f for f in tb if not f.filename.startswith(_PACKAGE_DIR)]
-    stack = [f for f in stack if "site-packages" not in f.filename] or stack
-    lines = traceback.format_list(stack[-frames:])
+    lines = traceback.format_list(engine_frames(error)[-frames:])
     lines += traceback.format_exception_only(type(error), error)
     return engine_text("".join(lines).rstrip(), 2 * ENGINE_TEXT_CHARS)
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import linecache
-import os
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ...engines.driver import EngineFailure, Unsupported
+from ...engines.driver import EngineFailure, Unsupported, engine_frames
 from ...ops import ShapeError
 from ...ops.broadcast import fmt_shape
 from ...results import Hint
@@ -34,7 +33,6 @@ from ..localisation.localise import NodeCheck
 
 SIZE = 3  # every axis of the probes, but the ones a probe varies
 NODE_LIMIT = 1.0  # seconds a node alone may take when the case ran out of time
-_GRADCHECK = str(Path(__file__).resolve().parents[2]) + os.sep
 Shapes = tuple[tuple[int, ...], ...]
 
 
@@ -82,10 +80,8 @@ def user_frame(failure: EngineFailure) -> traceback.FrameSummary | None:
     cause = failure.__cause__
     if cause is None:
         return None
-    frames = traceback.extract_tb(cause.__traceback__)
-    own = [f for f in frames if not f.filename.startswith(_GRADCHECK)]
-    own = [f for f in own if "site-packages" not in f.filename]
-    return own[-1] if own else None
+    own = engine_frames(cause)  # ends in a library's frame only where nothing else is left
+    return own[-1] if own and "site-packages" not in own[-1].filename else None
 
 
 def exception_name(failure: EngineFailure) -> str:

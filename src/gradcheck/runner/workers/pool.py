@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import UsageError
+from ...util.deadline import timed_out
 from .capture import Capture
 from .channel import Receiver, encode, read_reply, write_some
 from .messages import InitFailed, Ready, WorkerInit
@@ -199,7 +200,7 @@ class Worker:
             self.died()
         elif now > self.deadline:
             self.kill()
-            self._lose(f"timed out after {self.timeout:g} s{_doing(read_phase(self.phase), 'in')}")
+            self._lose(timed_out(self.timeout, None) + _doing(read_phase(self.phase), "in"))
 
     def died(self) -> None:
         if self.done():
