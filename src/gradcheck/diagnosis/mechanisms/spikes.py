@@ -47,11 +47,6 @@ def engine_spike(check: NodeCheck, arg: int, index: tuple[int, ...]) -> np.ndarr
     return np.asarray(check.run(check.engine_factory, g).grads[f"a{arg}"])
 
 
-def attrs_of(check: NodeCheck) -> dict[str, Any]:
-    """The node's attributes, with the op's defaults for those the expression leaves out."""
-    return {**check.node.op.attrs, **check.node.attrs}
-
-
 # -- pools --------------------------------------------------------------------------------
 
 
@@ -63,7 +58,7 @@ def pool_spikes(prober: Prober, arg: int, want: np.ndarray, got: np.ndarray) -> 
     if name not in POOLS or want.shape != got.shape or g.size > MAX_SPIKES:
         return None
     x = check.inputs["a0"]
-    members, ksize = _window_members(name, x.shape, attrs_of(check))
+    members, ksize = _window_members(name, x.shape, check.node.attrs)
     seen: dict[str, tuple[tuple[int, ...], np.ndarray, np.ndarray]] = {}
     total = np.zeros(got.shape, np.float64)
     for k in np.ndindex(g.shape):
@@ -167,7 +162,7 @@ def rolled(prober: Prober, arg: int, want: np.ndarray, got: np.ndarray) -> Findi
     check = prober.check
     if check.node.op.name != "roll" or want.shape != got.shape or check.same(want, got):
         return None  # (a shift of half an axis is its own inverse: right either way)
-    attrs = attrs_of(check)
+    attrs = check.node.attrs
     shift, axis = attrs["shift"], attrs["axis"]
     if check.same(np.roll(check.cotangent, shift, axis), got):
         return Finding(
@@ -201,7 +196,7 @@ def not_reversed(prober: Prober, arg: int, want: np.ndarray, got: np.ndarray) ->
     name = check.node.op.name
     if name not in ("cumsum", "cumprod") or want.shape != got.shape or not want.ndim:
         return None
-    axis = attrs_of(check)["axis"] % want.ndim
+    axis = check.node.attrs["axis"] % want.ndim
     evidence = None
     for j in range(want.shape[axis]):
         index = tuple(j if a == axis else 0 for a in range(want.ndim))

@@ -40,7 +40,6 @@ from .regions import describe
 from .spikes import (
     MAX_SPIKES,
     POOLS,
-    attrs_of,
     not_reversed,
     pool_spikes,
     right_spike,
@@ -128,7 +127,7 @@ def uncropped(prober: Prober, arg: int, want: np.ndarray, got: np.ndarray) -> Fi
     """A convolution's input gradient taken from the padded input's gradient uncropped, or
     cropped at the wrong offset (shifted by the pad)."""
     check = prober.check
-    op, attrs = check.node.op, attrs_of(check)
+    op, attrs = check.node.op, check.node.attrs
     if op.name not in ("conv1d", "conv2d") or arg != 0:
         return None
     x, w = check.inputs["a0"], check.inputs["a1"]
@@ -181,7 +180,7 @@ def not_accumulated(prober: Prober, arg: int, want: np.ndarray, got: np.ndarray)
     parts = np.stack([g[k] * right_spike(check, arg, k) for k in np.ndindex(g.shape)])
     if check.node.op.name in CONVS:  # a window is one place's output channels together
         parts = parts.reshape(*g.shape, *want.shape)
-        parts = parts.sum(axis=_channel_axis(attrs_of(check), g.ndim)).reshape(-1, *want.shape)
+        parts = parts.sum(axis=_channel_axis(check.node.attrs, g.ndim)).reshape(-1, *want.shape)
     readers = np.count_nonzero(parts, axis=0)
     wrong = ~check.close(want, got)
     if not wrong.any() or (readers[wrong] < 2).any() or readers.max() > MAX_READERS:
@@ -236,7 +235,7 @@ def prod_zeros(prober: Prober, arg: int, want: np.ndarray, got: np.ndarray) -> F
     x = check.inputs["a0"]
     if not (check.close(want, got) | (x == 0)).all():
         return None  # wrong away from the zeros too
-    axes = normalize_axes(attrs_of(check)["axis"], x.ndim)
+    axes = normalize_axes(check.node.attrs["axis"], x.ndim)
     zero = np.zeros(x.shape, bool)
     zero[tuple(0 if a in axes else slice(None) for a in range(x.ndim))] = True
     designed = {**check.inputs, "a0": np.where(zero, 0, np.where(x == 0, 1.5, x)).astype(x.dtype)}
