@@ -11,7 +11,6 @@ what the planted rule gives (an oracle independent of the search).
 from __future__ import annotations
 
 import io
-import time
 from pathlib import Path
 
 import numpy as np
@@ -269,9 +268,10 @@ def test_a_convolution_gives_up_quickly_and_claims_nothing(tmp_path):
         tmp_path, "conv2d(x, w)", {"x": {"shape": [1, 5, 5, 2]}, "w": {"shape": [3, 3, 2, 2]}}
     )
     check = failing(case, wrong)
-    start = time.perf_counter()
-    assert Recovery(check).recover(0) is None
-    assert time.perf_counter() - start < 0.5
+    recovery = Recovery(check)
+    assert recovery.recover(0) is None
+    # quickly: it stops at the kind probe, before any search (bench/diagnosis.py times it)
+    assert recovery.family == "other"
     finding = Prober(check).find(0)
     assert finding.got_rule is None and finding.confidence != "exact"
 
