@@ -314,7 +314,8 @@ def _top_hint(hint: Hint, again: list[Hint], cause: str | None = None) -> Table:
         rows.append(("mechanism", mechanism))
     if hint.got_rule:  # a recovered formula: the engine's rule beside the right one
         rows.append(("computes", plain(hint.got_rule, style="red")))
-        rows.append(("right", plain(hint.want_rule or "", style="green")))
+        if hint.want_rule:  # a user op declared without rule texts has none to show
+            rows.append(("right", plain(hint.want_rule, style="green")))
     rows.append(("fix", plain(hint.fix, style="green")))
     for other in again:
         where = f"arg {other.arg}" if other.arg is not None else "here"

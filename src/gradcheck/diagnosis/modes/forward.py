@@ -182,12 +182,16 @@ def _inconsistent(item: InputResult, result: CaseResult) -> Hint:
 def _raising(check: NodeCheck) -> Hint:
     node, op = check.node, check.node.op
     assert op is not None and check.failure is not None
+    right = (
+        f"; {op.name}'s JVP for {idiom.param(op, 0)} is {idiom.rule(op, 0, 'numpy', 'fwd')}"
+        if op.rule(0, mode="fwd")
+        else ""  # a user op declared without JVP texts: no rule to state, never `None`
+    )
     return Hint(
         "op-jvp",
         f"{node.text}: {op.name}'s JVP raises when checked alone: {check.failure.message}",
         f"make {op.name}'s JVP accept a tangent of each argument's shape and return one of "
-        f"the output's; {op.name}'s JVP for {idiom.param(op, 0)} is "
-        f"{idiom.rule(op, 0, 'numpy', 'fwd')}",
+        f"the output's{right}",
         "exact",
         op=op.name,
         node=node.text,

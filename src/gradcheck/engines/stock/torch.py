@@ -141,7 +141,17 @@ class TorchEngine(
 
     def jvp(self, fn: Any, primals: list[np.ndarray], tangents: list[np.ndarray]) -> np.ndarray:
         xs = tuple(self.constant(p) for p in primals)
-        _, tangent = torch.func.jvp(fn, xs, tuple(self.constant(t) for t in tangents))
+        try:
+            _, tangent = torch.func.jvp(fn, xs, tuple(self.constant(t) for t in tangents))
+        except Exception as e:  # an op method's error arrives wrapped by gradcheck's driver
+            said = _said(e)
+            if said is None:
+                raise
+            # SPEC §12: a Function without forward mode is unsupported there, in torch's words
+            raise NotImplementedError(
+                f"{_function_in(said)} (a torch.autograd.Function) has no forward-mode rule; "
+                f"PyTorch: {said}"
+            ) from None
         return _to_numpy(tangent)
 
     # -- linear algebra, reductions, nn --------------------------------------------------
@@ -272,3 +282,25 @@ def _to_numpy(tensor: torch.Tensor) -> np.ndarray:
 
         return tensor.float().numpy().astype(ml_dtypes.bfloat16)
     return tensor.numpy().copy()
+
+
+def _said(error: BaseException | None) -> BaseException | None:
+    """The error in `error`'s chain in which torch says a Function has no forward mode: the
+    deepest (torch's own, not a wrapper's), whose traceback holds the Function's apply."""
+    found = None
+    while error is not None:
+        if "setup_context" in str(error) or "jvp function" in str(error):
+            found = error
+        error = error.__cause__ or error.__context__
+    return found
+
+
+def _function_in(error: BaseException) -> str:
+    """The autograd.Function whose apply raised `error`, by name ("a Function" if unseen)."""
+    tb = error.__traceback__
+    while tb is not None:
+        cls = tb.tb_frame.f_locals.get("cls")
+        if isinstance(cls, type) and issubclass(cls, torch.autograd.Function):
+            return cls.__name__
+        tb = tb.tb_next
+    return "a Function"
