@@ -1,7 +1,7 @@
 """gradcheck: check any autodiff engine's gradients against TensorFlow and explain mismatches.
 
 The Python API (`gradcheck.api`): `check` one expression, `run` case files, `fuzz` an
-engine. User-defined ops (`gradcheck.ops.user`): `op` declares one, `Op`/`register_op`
+engine; `gradcheck.torch.check` and `gradcheck.jax.check` a framework's function, traced. User-defined ops (`gradcheck.ops.user`): `op` declares one, `Op`/`register_op`
 are the long form, `load_ops_files` loads ops files. Importing the package is cheap:
 NumPy, the runner and TensorFlow are imported on first use.
 """
@@ -53,6 +53,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name in ("torch", "jax"):  # gradcheck.torch.check(fn, x): imports the framework
+        from importlib import import_module
+
+        return import_module(f"gradcheck.{name}")
     if name in _OPS_API:
         from importlib import import_module
 

@@ -1,0 +1,265 @@
+"""A PyTorch trace written out as a `Program`, and the engine that replays it.
+
+The ops the outputs need are walked in the order they ran. Each ATen op becomes what
+`torch_aten.ATEN` writes for it, or an opaque node; each custom Function an opaque node
+running the user's Function; a ``.detach()`` and a value computed under
+``torch.no_grad()`` and read with grad on, a stop node (`opaque.stop_op`). A binding is
+named after the variable the user's line assigns (``h = self.fc1(x)``: ``h``), else
+after its op. The engine is the stock PyTorch adapter with one method per opaque op.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils._pytree import tree_flatten, tree_unflatten
+
+from .opaque import OpaqueOp, declare, stop_op
+from .program import Program, TraceError, Where, call, numpy_dtype
+from .torch_aten import ATEN, Emit, Unmapped, V, bound
+from .torch_rules import backward_line, param_names, right_vjp, rule_texts, runner, single_op
+from .torch_trace import Live, Recorded, Trace, numpy_of
+
+
+class Builder:
+    """One trace being written out into `program`."""
+
+    def __init__(self, trace: Trace, program: Program, names: dict[int, str]) -> None:
+        self.trace, self.program = trace, program
+        self.names = names  # id of a constant tensor argument -> the parameter's name
+        self.text: dict[int, str] = dict(trace.inputs)
+        self.no_grad: set[int] = set()  # tokens computed under torch.no_grad()
+        self.stopped: dict[int, str] = {}
+        self.constants: dict[tuple[int, int], str] = {}
+        self.opaque: dict[tuple, OpaqueOp] = {}
+        self.methods: dict[str, Callable[..., Any]] = {}
+
+    # -- the walk ------------------------------------------------------------------------
+    def build(self, outputs: list[torch.Tensor]) -> None:
+        wanted = [self.trace.live.get(id(t)) for t in outputs]
+        if any(t is None for t in wanted):
+            raise TraceError(
+                "fn's output does not depend on any differentiated input: its gradient is "
+                "zero; check that fn uses its tensor arguments"
+            )
+        needed = set(wanted)
+        kept: list[Recorded] = []
+        for r in reversed(self.trace.recorded):
+            if needed & set(r.outputs):
+                kept.append(r)
+                needed.update(v.token for v in tree_flatten((r.args, r.kwargs))[0]
+                              if isinstance(v, Live))  # fmt: skip
+        kept.reverse()
+        last = {_line_key(r): r for r in kept}
+        for r in kept:
+            self._write(r, named=last[_line_key(r)] is r)
+        texts = [self._read(t, grad_enabled=True) for t in wanted]
+        if len(texts) == 1:
+            self.program.output = texts[0]
+        else:
+            flat = [call("reshape", t, shape=[-1]) for t in texts]
+            self.program.output = call("concat", f"[{', '.join(flat)}]", axis=0)
+            self.program.notes.append(
+                f"fn returns {len(texts)} tensors: they are checked as one, each flattened "
+                "and concatenated (the cotangent covers them all)"
+            )
+
+    def _write(self, r: Recorded, named: bool) -> None:
+        if r.function:
+            texts = self._opaque(r, reason=None)
+        else:
+            name = r.func.overloadpacket.__name__
+            if name == "detach":
+                stop_op("detach")
+                texts = [call("detach", self._read(r.args[0].token, r.grad_enabled, r.where))]
+            else:
+                texts = self._mapped(r)
+        wanted = _assigned(r.where) if named else None
+        for token, text in zip(r.outputs, texts, strict=False):
+            if token is None or text is None:
+                continue
+            if text.isidentifier() or _is_part(text):
+                self.text[token] = text
+            else:
+                base = wanted or (r.func.__name__ if r.function else r.func.overloadpacket.__name__)
+                self.text[token] = self.program.bind(base, text, _made_by(r), r.where)
+            if not r.grad_enabled:
+                self.no_grad.add(token)
+
+    def _mapped(self, r: Recorded) -> list[str | None]:
+        entry = ATEN.get(r.func.overloadpacket.__name__.rstrip("_"))
+        if entry is None:
+            return self._opaque(r, reason="no gradcheck op says it")
+        shapes = [tuple(t.shape) if t is not None else () for t in r.out_tensors]
+        arguments = tree_unflatten(
+            [self._value(v, r) for v in tree_flatten((r.args, r.kwargs))[0]],
+            tree_flatten((r.args, r.kwargs))[1],
+        )
+        emit = Emit(self._bind_part(r), self._constant)
+        try:
+            out = entry(emit, bound(r.func, *arguments, shapes))
+        except Unmapped as why:
+            return self._opaque(r, reason=str(why))
+        texts = out if isinstance(out, list) else [out]
+        if any((tok is not None and k >= len(texts)) or texts[k] is None
+               for k, tok in enumerate(r.outputs)):  # fmt: skip
+            return self._opaque(r, reason="an output it has no op for is used")
+        return texts
+
+    def _bind_part(self, r: Recorded) -> Callable[[str, str], str]:
+        return lambda text, wanted: self.program.bind(wanted, text, _made_by(r), r.where)
+
+    # -- values --------------------------------------------------------------------------
+    def _value(self, v: Any, r: Recorded) -> Any:
+        if isinstance(v, Live):
+            t = self.trace.tensors[v.token]
+            text = self._read(v.token, r.grad_enabled, r.where)
+            return V(tuple(t.shape), t, False, lambda: text)
+        if isinstance(v, torch.Tensor):
+            return V(tuple(v.shape), v, True, lambda: self._constant_of(v))
+        return v
+
+    def _read(self, token: int, grad_enabled: bool, where: Where | None = None) -> str:
+        """A live value's text, read by an op that ran with grad on or off: a value computed
+        under no_grad and read with grad on is cut there (a `no_grad` stop node)."""
+        text = self.text[token]
+        if grad_enabled and token in self.no_grad:
+            if token not in self.stopped:
+                stop_op("no_grad")
+                self.stopped[token] = self.program.bind(
+                    "no_grad", call("no_grad", text), "torch.no_grad()", where
+                )
+            return self.stopped[token]
+        return text
+
+    def _constant_of(self, t: torch.Tensor) -> str:
+        key = (id(t), t._version)
+        if key not in self.constants:
+            hint = self.names.get(id(t), "c")
+            self.constants[key] = self._constant(numpy_of(t), hint, not t.is_floating_point())
+        return self.constants[key]
+
+    def _constant(self, value: np.ndarray, hint: str, integer: bool) -> str:
+        if not integer:
+            value = value.astype(numpy_dtype(self.program.dtype))
+        return self.program.add_input(hint, value, False)
+
+    # -- opaque nodes --------------------------------------------------------------------
+    def _opaque(self, r: Recorded, reason: str | None) -> list[str | None]:
+        leaves, spec = tree_flatten((r.args, r.kwargs))
+        slots = [i for i, v in enumerate(leaves) if isinstance(v, (Live, torch.Tensor))]
+        fixed = tuple("tensor" if i in slots else repr(v) for i, v in enumerate(leaves))
+        key = (r.func, fixed, str(spec))
+        if key not in self.opaque:
+            self.opaque[key] = self._declare(r, leaves, spec, slots, reason)
+        opaque = self.opaque[key]
+        if r.where is not None:
+            opaque.calls.append(r.where)
+        args = [self._argument(leaves[i], r) for i in slots]
+        shapes = tuple(tuple(np.shape(self._array(leaves[i]))) for i in slots)
+        outs = [tuple(t.shape) for t, tok in zip(r.out_tensors, r.outputs, strict=True)
+                if tok is not None]  # fmt: skip
+        opaque.shapes[shapes] = tuple(outs) if len(outs) > 1 else outs[0]
+        text = call(opaque.op.name, *args)
+        floats = [k for k, tok in enumerate(r.outputs) if tok is not None]
+        if len(floats) == 1:
+            return [text if k == floats[0] else None for k in range(len(r.outputs))]
+        parts = self.program.bind(opaque.op.name, text, _made_by(r), r.where)
+        index = {k: f"{parts}[{j}]" for j, k in enumerate(floats)}
+        return [index.get(k) for k in range(len(r.outputs))]
+
+    def _argument(self, leaf: Any, r: Recorded) -> str:
+        if isinstance(leaf, Live):
+            return self._read(leaf.token, r.grad_enabled, r.where)
+        return self._constant_of(leaf)
+
+    def _array(self, leaf: Any) -> Any:
+        return self.trace.tensors[leaf.token] if isinstance(leaf, Live) else leaf
+
+    def _declare(self, r: Recorded, leaves: list, spec: Any, slots: list[int],
+                 reason: str | None) -> OpaqueOp:  # fmt: skip
+        integer = {i for i in slots if not _floating(self._array(leaves[i]))}
+        params = param_names(r, leaves, slots)
+        fn = runner(r, leaves, spec, slots)
+        plain = runner(r, leaves, spec, slots, plain=True)
+        count = sum(1 for t in r.outputs if t is not None)
+
+        def forward(*arrays: np.ndarray) -> Any:
+            tensors = [torch.from_numpy(np.ascontiguousarray(a)) for a in arrays]
+            with torch.no_grad():
+                outs = fn(tensors)
+            values = tuple(o.detach().to(torch.float64).numpy() for o in outs)
+            return values if count > 1 else values[0]
+
+        def method(engine: Any, *tensors: torch.Tensor) -> Any:
+            outs = fn(list(tensors))
+            return tuple(outs) if count > 1 else outs[0]
+
+        texts: dict[str, tuple] = {}
+        if r.function:
+            cls = r.func
+            name, kind = cls.__name__, "function"
+            label = f"{cls.__name__} (a torch.autograd.Function)"
+            where = backward_line(cls)
+            same = single_op(r, [i for i in slots if i not in integer])
+            if same is not None and len(same.params) == len(slots):
+                params, texts = list(same.params), rule_texts(same)
+                label += f", whose forward is {same.name}"
+        else:
+            name, kind = f"aten_{r.func.overloadpacket.__name__}", "framework"
+            label = f"aten.{r.func.overloadpacket.__name__}"
+            where = r.where
+            self.program.notes.append(
+                f"{label}{f' at {r.where}' if r.where else ''} maps to no gradcheck op "
+                f"({reason}): checked as one opaque node, by finite differences of "
+                "PyTorch's forward"
+            )
+        floats = [k for k, i in enumerate(slots) if i not in integer]
+        opaque = declare(
+            name, params=params, forward=forward, method=method, kind=kind,
+            label=label, where=where, integer=[params[slots.index(i)] for i in integer],
+            outputs=count if count > 1 else None,
+            vjps=[right_vjp(plain, k, count) if k in floats else None for k in range(len(slots))],
+            texts=texts,
+        )  # fmt: skip
+        self.methods[opaque.op.name] = method
+        self.program.opaque[opaque.op.name] = opaque
+        return opaque
+
+
+def _floating(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.is_floating_point()
+
+
+def _made_by(r: Recorded) -> str:
+    return f"{r.func.__name__}.apply" if r.function else f"aten.{r.func.overloadpacket.__name__}"
+
+
+def _line_key(r: Recorded) -> Any:
+    return (r.where.file, r.where.line) if r.where else id(r)
+
+
+def _is_part(text: str) -> bool:
+    head, _, rest = text.partition("[")
+    return head.isidentifier() and rest[:-1].isdigit() and text.endswith("]")
+
+
+def _assigned(where: Where | None) -> str | None:
+    """The variable the user's line assigns (``h = ...``, ``self.h = ...``), if one."""
+    if where is None or not where.code:
+        return None
+    try:
+        statement = ast.parse(where.code).body[0]
+    except (SyntaxError, IndexError):
+        return None
+    targets = getattr(statement, "targets", None) or [getattr(statement, "target", None)]
+    if len(targets) != 1 or targets[0] is None:
+        return None
+    target = targets[0]
+    if isinstance(target, ast.Attribute):
+        return target.attr
+    return target.id if isinstance(target, ast.Name) else None

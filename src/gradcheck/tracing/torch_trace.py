@@ -1,0 +1,314 @@
+"""A PyTorch function traced into a `Program`, ATen op by ATen op.
+
+The function runs once, on the caller's values, under a ``TorchDispatchMode``: below
+autograd, so every op arrives as the ATen op it is (``F.linear`` as ``t`` and ``addmm``,
+``nn.LayerNorm`` as ``native_layer_norm``), as ``make_fx`` sees them, and with the grad
+mode it ran in (``torch.no_grad()`` is seen). Only the ops that depend on a differentiated
+input are recorded; what depends on none (a mask, an ``arange``, a parameter left out)
+is a constant, its value taken when an op uses it. ``torch.autograd.Function.apply`` is
+patched while the function runs, so a custom Function is one opaque node (its forward's
+ops are not recorded) whose gradient is the user's backward.
+
+The recorded ops the output needs are then written out (`torch_aten.ATEN` maps each ATen
+op onto registry ops; one it cannot is an opaque node, checked by finite differences).
+Running on real values follows Python control flow on tensor values (a branch on
+``x.sum() > 0``): the graph is the branch these inputs take, and the result says so.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten, tree_unflatten
+
+from .program import Program, TraceError, Where
+
+# Frames that are not the user's: torch's, gradcheck's, Python's own.
+_SKIPPED = (
+    *(os.path.dirname(m.__file__) + os.sep for m in (torch, sys.modules["gradcheck"])),
+    sysconfig.get_paths()["stdlib"] + os.sep,
+    "<frozen",
+)
+_VALUE_READS = {"_local_scalar_dense", "is_nonzero", "item", "equal"}
+
+
+@dataclass(frozen=True)
+class Live:
+    """A value that depends on a differentiated input: the token of the op output it is."""
+
+    token: int
+
+
+@dataclass
+class Recorded:
+    """One op met while tracing: the ATen op or the Function class, its arguments with live
+    tensors as `Live` (other tensors kept, as constants), the tokens of its float outputs
+    (None for the others), the grad mode it ran in and the user's line."""
+
+    func: Any
+    args: tuple
+    kwargs: dict
+    outputs: list[int | None]
+    out_tensors: list[torch.Tensor | None]
+    grad_enabled: bool
+    where: Where | None
+    function: bool = False  # a torch.autograd.Function's apply
+    inner: Trace | None = None  # a Function's forward, traced on its own
+
+
+@dataclass
+class Trace:
+    """What one run of the function recorded."""
+
+    recorded: list[Recorded] = field(default_factory=list)
+    live: dict[int, int] = field(default_factory=dict)  # id(tensor) -> token
+    tensors: dict[int, torch.Tensor] = field(default_factory=dict)  # token -> its tensor
+    inputs: dict[int, str] = field(default_factory=dict)  # token of an input -> its name
+    kept: list[Any] = field(default_factory=list)  # every tensor seen: ids stay unique
+    notes: list[str] = field(default_factory=list)
+    random: list[tuple[str, Where | None]] = field(default_factory=list)
+    opaque_depth: int = 0
+    tokens: int = 0
+    # While a custom Function's forward runs: its own ops, on its arguments (what the
+    # rule would be if it were gradcheck's, `torch_build.single_op`).
+    inner: Trace | None = None
+
+    def token_of(self, tensor: torch.Tensor) -> int:
+        self.tokens += 1
+        self.live[id(tensor)] = self.tokens
+        self.tensors[self.tokens] = tensor
+        self.kept.append(tensor)
+        return self.tokens
+
+    def argument(self, value: Any) -> Any:
+        if isinstance(value, torch.Tensor) and id(value) in self.live:
+            return Live(self.live[id(value)])
+        if isinstance(value, torch.Tensor):  # a constant: its value now, as the op read it
+            return value.detach().clone()
+        return value
+
+    def record(
+        self, func: Any, args: tuple, kwargs: dict, out: Any, function: bool,
+        inner: Trace | None = None,
+    ) -> None:  # fmt: skip
+        leaves, spec = tree_flatten((args, kwargs))
+        if not any(isinstance(v, torch.Tensor) and id(v) in self.live for v in leaves):
+            return  # a constant's computation
+        where = user_line()
+        if not function and torch.Tag.inplace in func.tags and args[0]._is_view():
+            raise TraceError(
+                f"{where.quoted() if where else 'fn'} updates a view of a tensor in place "
+                f"({func}): gradcheck cannot write that as a graph; write it out of place "
+                "(torch.where, index_put, torch.cat), or check it through a case file"
+            )
+        converted = tree_unflatten([self.argument(v) for v in leaves], spec)
+        out_leaves = tree_flatten(out)[0]
+        outputs, tensors = [], []
+        for t in out_leaves:
+            floating = isinstance(t, torch.Tensor) and t.is_floating_point()
+            outputs.append(self.token_of(t) if floating else None)
+            tensors.append(t if isinstance(t, torch.Tensor) else None)
+        self.recorded.append(
+            Recorded(
+                func, *converted, outputs, tensors, torch.is_grad_enabled(), where, function, inner
+            )
+        )
+
+
+class _Recorder(TorchDispatchMode):
+    def __init__(self, trace: Trace) -> None:
+        super().__init__()
+        self.trace = trace
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        trace = self.trace
+        if torch.Tag.nondeterministic_seeded in func.tags:
+            trace.random.append((str(func.overloadpacket), user_line()))
+        if trace.opaque_depth:
+            if trace.opaque_depth == 1 and trace.inner is not None:
+                try:
+                    trace.inner.record(func, args, kwargs, out, function=False)
+                except TraceError:  # what a forward does inside is its own business
+                    trace.inner = None
+            return out
+        if func.overloadpacket.__name__ in _VALUE_READS and any(
+            isinstance(a, torch.Tensor) and id(a) in trace.live for a in args
+        ):
+            where = user_line()
+            trace.notes.append(
+                f"fn reads the value of a tensor that depends on the inputs at "
+                f"{where.quoted() if where else 'a line of its own'}: the graph checked is "
+                "the one these inputs take"
+            )
+        trace.record(func, args, kwargs, out, function=False)
+        return out
+
+
+_ACTIVE: list[Trace] = []
+
+
+@contextmanager
+def recording(trace: Trace) -> Iterator[None]:
+    """Record the ATen ops run inside, a custom Function as one op."""
+    function_cls = torch.autograd.Function
+    original = function_cls.__dict__["apply"]
+
+    def apply(cls: type, *args: Any, **kwargs: Any) -> Any:
+        active = _ACTIVE[-1] if _ACTIVE else None
+        if active is None or active.opaque_depth:
+            return original.__func__(cls, *args, **kwargs)
+        inner = Trace()
+        for leaf in tree_flatten((args, kwargs))[0]:
+            if isinstance(leaf, torch.Tensor) and leaf.is_floating_point():
+                inner.inputs[inner.token_of(leaf)] = ""
+        active.opaque_depth += 1
+        active.inner = inner
+        try:
+            out = original.__func__(cls, *args, **kwargs)
+        finally:
+            active.opaque_depth -= 1
+            inner, active.inner = active.inner, None
+        active.record(cls, args, kwargs, out, function=True, inner=inner)
+        return out
+
+    function_cls.apply = classmethod(apply)
+    _ACTIVE.append(trace)
+    try:
+        with _Recorder(trace):
+            yield
+    finally:
+        _ACTIVE.pop()
+        function_cls.apply = original
+
+
+def user_line() -> Where | None:
+    """The innermost line of the caller's own code (not torch's, gradcheck's, Python's)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_SKIPPED):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    import linecache
+
+    from ..api.engines import relative
+
+    file = frame.f_code.co_filename
+    code = linecache.getline(file, frame.f_lineno).strip()
+    return Where(relative(file), frame.f_lineno, code, frame.f_code.co_name)
+
+
+# -- the function's inputs -------------------------------------------------------------
+
+
+@dataclass
+class Inputs:
+    """The function's arguments, ready to trace: the call's args and kwargs with each
+    differentiated tensor a fresh leaf, and every tensor named."""
+
+    args: tuple
+    kwargs: dict
+    named: list[tuple[str, torch.Tensor, bool]]  # name, the tensor the call gets, differentiated
+
+    @property
+    def wrt(self) -> list[torch.Tensor]:
+        return [t for _, t, d in self.named if d]
+
+
+def prepare(
+    fn: Callable[..., Any], args: tuple, kwargs: dict, module: torch.nn.Module | None
+) -> Inputs:
+    """Name the tensors `fn` gets (its parameters' names; a module's parameters by theirs)
+    and pick the differentiated ones, as torch.autograd.gradcheck does: the float tensors
+    that require grad, or, where none does, every float tensor."""
+    import inspect
+
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+        given = list(bound.arguments.items())
+    except (TypeError, ValueError):
+        given = [(f"arg{i}", a) for i, a in enumerate(args)] + list(kwargs.items())
+    found: list[tuple[str, torch.Tensor]] = []
+    for name, value in given:
+        found += [(n, t) for n, t in _tensors(name, value)]
+    params = [] if module is None else list(module.named_parameters())
+    for name, t in found + params:
+        _refuse_kind(name, t)
+    floats = [t for _, t in found if t.is_floating_point()]
+    asked = [t for t in floats if t.requires_grad] or floats
+    asked_ids = {id(t) for t in asked}
+    fresh = {id(t): t.detach().clone().requires_grad_(True) for t in asked}
+    leaves, spec = tree_flatten((args, kwargs))
+    call_args, call_kwargs = tree_unflatten([fresh.get(id(v), v) for v in leaves], spec)
+    named = [(n, fresh.get(id(t), t), id(t) in asked_ids) for n, t in found]
+    named += [(f"{name}", p, p.requires_grad) for name, p in params]
+    if not any(d for _, _, d in named):
+        raise TraceError("fn has no float tensor argument to differentiate")
+    return Inputs(call_args, call_kwargs, named)
+
+
+def _tensors(name: str, value: Any) -> Iterator[tuple[str, torch.Tensor]]:
+    if isinstance(value, torch.Tensor):
+        yield name, value
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            yield from _tensors(f"{name}_{i}", v)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _tensors(f"{name}_{k}", v)
+
+
+def _refuse_kind(name: str, t: torch.Tensor) -> None:
+    """Complex and sparse tensors are out of reach: said, with what to do instead."""
+    if t.is_complex():
+        raise TraceError(
+            f"{name} is a complex tensor ({t.dtype}): gradcheck checks real gradients; "
+            "check the real and imaginary parts as two real inputs (torch.view_as_real), "
+            "or write the case with real inputs in a case file"
+        )
+    if t.layout != torch.strided:
+        raise TraceError(
+            f"{name} is a {t.layout} tensor: gradcheck checks dense tensors; pass "
+            f"{name}.to_dense(), or write the case in a case file"
+        )
+
+
+def numpy_of(t: torch.Tensor) -> np.ndarray:
+    """A tensor's value as NumPy (bfloat16 through float32, as the stock adapter does)."""
+    t = t.detach()
+    if t.dtype == torch.bfloat16:
+        import ml_dtypes
+
+        return t.float().numpy().astype(ml_dtypes.bfloat16)
+    return t.numpy().copy()
+
+
+def dtype_name(t: torch.Tensor) -> str:
+    return str(t.dtype).removeprefix("torch.")
+
+
+def new_program(inputs: Inputs, trace: Trace) -> Program:
+    """The program's inputs: each differentiated tensor and each constant tensor argument,
+    named as `prepare` named them, their tokens known to `trace`."""
+    dtypes = sorted({dtype_name(t) for _, t, d in inputs.named if d})
+    if len(dtypes) > 1:
+        raise TraceError(
+            f"the differentiated inputs are in {' and '.join(dtypes)}: gradcheck checks one "
+            "dtype at a time; cast them to one"
+        )
+    program = Program(dtypes[0])
+    for name, t, differentiable in inputs.named:
+        if differentiable:
+            token = trace.token_of(t)
+            trace.inputs[token] = program.add_input(name, numpy_of(t), True)
+    return program
