@@ -59,13 +59,4 @@ def check(
 
 def assert_gradients(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> TracedCheck:
     """`check`, for pytest: an ``AssertionError`` led by the top hint when it fails."""
-    result = check(fn, *args, **kwargs)
-    if not result.passed:
-        raise AssertionError(failure_message(result))
-    return result
-
-
-def failure_message(result: TracedCheck) -> str:
-    top = result.case.hints[0] if result.case.hints else None
-    lead = f"{top.code}: {top.message}\n  fix: {top.fix}\n\n" if top else ""
-    return f"{result.case.name}: gradients {result.case.status}. {lead}{result}"
+    return check(fn, *args, **kwargs).assert_passed()

@@ -64,6 +64,15 @@ class TracedCheck(CheckResult):
 
         return save_case(self, Path(path))
 
+    def assert_passed(self) -> TracedCheck:
+        """Self when it passed; else an ``AssertionError`` led by the top hint, then the
+        report (what `assert_gradients` raises in a pytest test)."""
+        if self.passed:
+            return self
+        top = self.case.hints[0] if self.case.hints else None
+        lead = f"{top.code}: {top.message}\n  fix: {top.fix}\n\n" if top else ""
+        raise AssertionError(f"{self.case.name}: gradients {self.case.status}. {lead}{self}")
+
     def __repr__(self) -> str:
         top = f" ({self.case.hints[0].code})" if self.case.hints else ""
         return f"<TracedCheck {self.case.name}: {self.case.status}{top}>"
