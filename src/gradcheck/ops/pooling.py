@@ -18,74 +18,20 @@ constant).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..util.lazy_numpy import np
-from .broadcast import fmt_shape
-from .registry import Op, Shape, ShapeError, get_op, register
-
-_FORMATS = {2: ("NHWC", "NCHW"), 1: ("NWC", "NCW")}
-_LETTERS = {2: "HW", 1: "W"}
-
-
-class Geometry(NamedTuple):
-    """Where the windows are: spatial axes, window and step sizes, padding, output sizes."""
-
-    spatial: tuple[int, ...]
-    ksize: tuple[int, ...]
-    strides: tuple[int, ...]
-    pads: tuple[tuple[int, int], ...]  # (before, after) per spatial axis
-    out: tuple[int, ...]
-
-
-def _sizes(value: Any, name: str, rank: int) -> tuple[int, ...]:
-    items = list(value) if isinstance(value, (list, tuple)) else [value] * rank
-    if len(items) != rank or not all(
-        isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in items
-    ):
-        allowed = "a positive integer" + (f" or a list of {rank}" if rank > 1 else "")
-        raise ShapeError(f"{name} must be {allowed}, got {value!r}")
-    return tuple(items)
-
-
-def geometry(
-    shape: Shape, ksize: Any, strides: Any, padding: Any, data_format: Any, rank: int
-) -> Geometry:
-    """The windows of a rank-`rank` pool over an input of `shape`; `ShapeError` naming the
-    attribute and its allowed values when one is wrong."""
-    formats = _FORMATS[rank]
-    if data_format not in formats:
-        allowed = " or ".join(map(repr, formats))
-        raise ShapeError(f"data_format must be {allowed}, got {data_format!r}")
-    if padding not in ("VALID", "SAME"):
-        raise ShapeError(f"padding must be 'VALID' or 'SAME', got {padding!r}")
-    k = _sizes(ksize, "ksize", rank)
-    s = k if strides is None else _sizes(strides, "strides", rank)
-    if len(shape) != rank + 2:
-        layout = ", ".join(data_format)
-        raise ShapeError(
-            f"x has shape {fmt_shape(shape)}; it needs rank {rank + 2} "
-            f"({layout} for data_format={data_format!r})"
-        )
-    first = 1 if data_format.endswith("C") else 2
-    spatial = tuple(range(first, first + rank))
-    pads, out = [], []
-    for letter, axis, kk, ss in zip(_LETTERS[rank], spatial, k, s, strict=True):
-        n = shape[axis]
-        if padding == "VALID":
-            if kk > n:
-                raise ShapeError(
-                    f"ksize {kk} is larger than axis {letter} of size {n} (padding='VALID'): "
-                    f"ksize along {letter} must be at most {n}, or padding='SAME'"
-                )
-            pads.append((0, 0))
-            out.append((n - kk) // ss + 1)
-        else:
-            o = -(-n // ss)
-            total = max((o - 1) * ss + kk - n, 0)
-            pads.append((total // 2, total - total // 2))
-            out.append(o)
-    return Geometry(spatial, k, s, tuple(pads), tuple(out))
+from .pool_geometry import (
+    FORMATS,
+    Geometry,
+    geometry,
+    pad_width,
+    strided,
+    unpadded,
+    window_axes,
+    windows,
+)
+from .registry import Op, Shape, get_op, register
 
 
 def _shape(rank: int):
@@ -97,43 +43,6 @@ def _shape(rank: int):
         return tuple(out)
 
     return shape
-
-
-def _pad_width(ndim: int, geo: Geometry) -> list[tuple[int, int]]:
-    width = [(0, 0)] * ndim
-    for axis, pad in zip(geo.spatial, geo.pads, strict=True):
-        width[axis] = pad
-    return width
-
-
-def _strided(ndim: int, geo: Geometry) -> tuple:
-    """The index that keeps every stride-th window of `sliding_window_view`'s."""
-    index = [slice(None)] * ndim
-    for axis, s, o in zip(geo.spatial, geo.strides, geo.out, strict=True):
-        index[axis] = slice(None, s * (o - 1) + 1, s)
-    return tuple(index)
-
-
-def _unpadded(ndim: int, geo: Geometry, shape: Shape) -> tuple:
-    index = [slice(None)] * ndim
-    for axis, (before, _) in zip(geo.spatial, geo.pads, strict=True):
-        index[axis] = slice(before, before + shape[axis])
-    return tuple(index)
-
-
-def windows(x, geo: Geometry, fill: float, writeable: bool = False):
-    """x's windows, padded with `fill`: x's shape with the output's spatial sizes, then
-    the window's axes last. A view when nothing is padded."""
-    width = _pad_width(x.ndim, geo)
-    padded = np.pad(x, width, constant_values=fill) if any(map(any, width)) else x
-    view = np.lib.stride_tricks.sliding_window_view(
-        padded, geo.ksize, axis=geo.spatial, writeable=writeable
-    )
-    return view[_strided(x.ndim, geo)]
-
-
-def _window_axes(rank: int) -> tuple[int, ...]:
-    return tuple(range(-rank, 0))
 
 
 def _counts(shape: Shape, geo: Geometry, dtype):
@@ -153,9 +62,9 @@ def _max_weights(x, geo: Geometry, ties: str):
     """1 at each window's first maximum (`ties` 'split': 1/count at every maximum)."""
     rank = len(geo.spatial)
     w = windows(x, geo, -np.inf)
-    winners = w == np.max(w, axis=_window_axes(rank), keepdims=True)
+    winners = w == np.max(w, axis=window_axes(rank), keepdims=True)
     if ties == "split":
-        return winners / np.sum(winners, axis=_window_axes(rank), keepdims=True)
+        return winners / np.sum(winners, axis=window_axes(rank), keepdims=True)
     flat = winners.reshape(*winners.shape[:-rank], -1)
     first = flat & (np.cumsum(flat, axis=-1) == 1)
     return first.reshape(winners.shape).astype(x.dtype)
@@ -166,7 +75,7 @@ def _weights(x, mode: str, geo: Geometry):
     if mode == "avg":
         rank = len(geo.spatial)
         inside = windows(np.ones(x.shape, x.dtype), geo, 0.0)
-        count = np.sum(inside, axis=_window_axes(rank), keepdims=True)
+        count = np.sum(inside, axis=window_axes(rank), keepdims=True)
         return inside / count
     return _max_weights(x, geo, "split" if mode == "max-split" else "first")
 
@@ -174,24 +83,24 @@ def _weights(x, mode: str, geo: Geometry):
 def _scatter(g, x, mode, ksize, strides, padding, data_format, rank):
     """Each window's share of g added back where the window sits (overlaps accumulate)."""
     geo = geometry(x.shape, ksize, strides, padding, data_format, rank)
-    shares = np.expand_dims(g, _window_axes(rank)) * _weights(x, mode, geo)
+    shares = np.expand_dims(g, window_axes(rank)) * _weights(x, mode, geo)
     padded = np.zeros(
-        [n + sum(p) for n, p in zip(x.shape, _pad_width(x.ndim, geo), strict=True)], shares.dtype
+        [n + sum(p) for n, p in zip(x.shape, pad_width(x.ndim, geo), strict=True)], shares.dtype
     )
     view = np.lib.stride_tricks.sliding_window_view(
         padded, geo.ksize, axis=geo.spatial, writeable=True
-    )[_strided(x.ndim, geo)]
+    )[strided(x.ndim, geo)]
     for offset in np.ndindex(*geo.ksize):  # one strided add per window element, not per pixel
         at = (Ellipsis, *offset)
         view[at] += shares[at]
-    return padded[_unpadded(x.ndim, geo, x.shape)]
+    return padded[unpadded(x.ndim, geo, x.shape)]
 
 
 def _gather(t, x, mode, ksize, strides, padding, data_format, rank):
     """Each window's share of t summed: t at max's maxima, avg's average of t."""
     geo = geometry(x.shape, ksize, strides, padding, data_format, rank)
     shares = windows(t, geo, 0.0) * _weights(x, mode, geo)
-    return np.sum(shares, axis=_window_axes(rank))
+    return np.sum(shares, axis=window_axes(rank))
 
 
 def _zeros_like_x(g, ans, t, x, **attrs):
@@ -225,7 +134,7 @@ POOL_GATHER = Op(
 def _max_pool(rank: int):
     def forward(x, ksize, strides, padding, data_format):
         geo = geometry(x.shape, ksize, strides, padding, data_format, rank)
-        return np.max(windows(x, geo, -np.inf), axis=_window_axes(rank))
+        return np.max(windows(x, geo, -np.inf), axis=window_axes(rank))
 
     return forward
 
@@ -233,7 +142,7 @@ def _max_pool(rank: int):
 def _avg_pool(rank: int):
     def forward(x, ksize, strides, padding, data_format):
         geo = geometry(x.shape, ksize, strides, padding, data_format, rank)
-        total = np.sum(windows(x, geo, 0.0), axis=_window_axes(rank))
+        total = np.sum(windows(x, geo, 0.0), axis=window_axes(rank))
         return total / _counts(x.shape, geo, total.dtype)
 
     return forward
@@ -264,15 +173,15 @@ def pool_names(x, ksize, strides, padding, data_format, rank) -> dict[str, Any]:
     one = (1,) * (2 - rank)
     return {
         "ksize": geo.ksize, "strides": geo.strides, "spatial": geo.spatial,
-        "pad_width": _pad_width(len(x.shape), geo), "strided": _strided(len(x.shape), geo),
-        "unpadded": _unpadded(len(x.shape), geo, tuple(x.shape)),
+        "pad_width": pad_width(len(x.shape), geo), "strided": strided(len(x.shape), geo),
+        "unpadded": unpadded(len(x.shape), geo, tuple(x.shape)),
         "tf_ksize": [1, *one, *geo.ksize, 1], "tf_strides": [1, *one, *geo.strides, 1],
     }  # fmt: skip
 
 
 def _texts(kind: str, rank: int) -> dict[str, tuple[str, ...]]:
     """Rule texts in the names of `pool_names` (channels-last layouts in TensorFlow's)."""
-    axes = ", ".join(str(a) for a in _window_axes(rank))
+    axes = ", ".join(str(a) for a in window_axes(rank))
     new = ", ".join(["None"] * rank)
     view = "np.lib.stride_tricks.sliding_window_view"
     lift = (lambda a: f"{a}[:, None]") if rank == 1 else (lambda a: a)
@@ -322,7 +231,7 @@ def _texts(kind: str, rank: int) -> dict[str, tuple[str, ...]]:
 
 def _declare(kind: str, rank: int) -> None:
     name = f"{kind}_pool{rank}d"
-    fmt = _FORMATS[rank][0]
+    fmt = FORMATS[rank][0]
     attrs = {"ksize": None, "strides": None, "padding": "VALID", "data_format": fmt}
     if kind == "max":
         forward, kink = _max_pool(rank), "window"
@@ -340,7 +249,7 @@ def _declare(kind: str, rank: int) -> None:
         tf_name=f"tf.nn.{name} (NCHW/NCW through transposes: TensorFlow's CPU kernels are NHWC)",
         doc=doc, kink=kink,
         attr_choices={"ksize": (1, 2, 3), "strides": (None, 1, 2), "padding": ("VALID", "SAME"),
-                      "data_format": _FORMATS[rank]},
+                      "data_format": FORMATS[rank]},
         **_texts(kind, rank),
     ))  # fmt: skip
 
@@ -349,8 +258,8 @@ def window_ties(x, ksize, strides, padding, data_format, rank):
     """Elements of x tied for the maximum of some window (a max-pool's tie)."""
     geo = geometry(tuple(x.shape), ksize, strides, padding, data_format, rank)
     w = windows(x, geo, -np.inf)
-    winners = w == np.max(w, axis=_window_axes(rank), keepdims=True)
-    tied = winners & (np.sum(winners, axis=_window_axes(rank), keepdims=True) > 1)
+    winners = w == np.max(w, axis=window_axes(rank), keepdims=True)
+    tied = winners & (np.sum(winners, axis=window_axes(rank), keepdims=True) > 1)
     return _scatter_shares(tied.astype(np.float64), x.shape, geo) > 0
 
 
@@ -359,32 +268,32 @@ def window_distance(x, ksize, strides, padding, data_format, rank):
     window's sole maximum and no other's runner-up, else the least gap to a maximum."""
     geo = geometry(tuple(x.shape), ksize, strides, padding, data_format, rank)
     w = windows(x, geo, -np.inf)
-    best = np.max(w, axis=_window_axes(rank), keepdims=True)
+    best = np.max(w, axis=window_axes(rank), keepdims=True)
     behind = best - w
     winners = behind == 0
-    tied = winners & (np.sum(winners, axis=_window_axes(rank), keepdims=True) > 1)
+    tied = winners & (np.sum(winners, axis=window_axes(rank), keepdims=True) > 1)
     per_window = np.where(winners & ~tied, np.inf, behind)
     return _scatter_min(per_window, x.shape, geo)
 
 
 def _scatter_shares(shares, shape: Shape, geo: Geometry):
-    padded = np.zeros([n + sum(p) for n, p in zip(shape, _pad_width(len(shape), geo), strict=True)])
+    padded = np.zeros([n + sum(p) for n, p in zip(shape, pad_width(len(shape), geo), strict=True)])
     view = np.lib.stride_tricks.sliding_window_view(
         padded, geo.ksize, axis=geo.spatial, writeable=True
-    )[_strided(len(shape), geo)]
+    )[strided(len(shape), geo)]
     np.add.at(view, (), shares)
-    return padded[_unpadded(len(shape), geo, tuple(shape))]
+    return padded[unpadded(len(shape), geo, tuple(shape))]
 
 
 def _scatter_min(values, shape: Shape, geo: Geometry):
     padded = np.full(
-        [n + sum(p) for n, p in zip(shape, _pad_width(len(shape), geo), strict=True)], np.inf
+        [n + sum(p) for n, p in zip(shape, pad_width(len(shape), geo), strict=True)], np.inf
     )
     view = np.lib.stride_tricks.sliding_window_view(
         padded, geo.ksize, axis=geo.spatial, writeable=True
-    )[_strided(len(shape), geo)]
+    )[strided(len(shape), geo)]
     np.minimum.at(view, (), values)
-    return padded[_unpadded(len(shape), geo, tuple(shape))]
+    return padded[unpadded(len(shape), geo, tuple(shape))]
 
 
 for _rank in (2, 1):
