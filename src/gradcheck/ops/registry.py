@@ -107,6 +107,10 @@ Conventions shared by every declaration:
 * The pools' rule texts also name ``ksize``/``strides`` (one per spatial axis), ``spatial``
   (those axes), ``pad_width``, ``strided``, ``unpadded`` and ``tf_ksize``/``tf_strides``
   (`ops.pooling.pool_names`); the norms' ``axis`` is the tuple of reduced axes.
+* The convolutions' PyTorch and JAX texts name ``stride`` and ``dilation`` (one per spatial
+  axis), ``pads`` (a ``(before, after)`` pair per spatial axis), ``torch_pads`` (those as
+  ``F.pad`` takes them), ``channels`` (x's channel axis), ``filter_axes`` (w's output and
+  input channel axes) and conv2d_transpose's ``output_padding`` (`ops.conv.conv_names`).
 * ``attr_choices`` maps an attribute to the values ``gradcheck fuzz`` tries for it, where
   its name says nothing the fuzzer knows (``axis``, ``keepdims``, ``perm``, ``shape`` and
   ``index`` it proposes itself): clip's bounds, cumsum's ``exclusive``, norm's ``ord``;
