@@ -168,15 +168,78 @@ def pool_names(x, ksize, strides, padding, data_format, rank) -> dict[str, Any]:
     """The names the pools' rule texts use beside g, y, x and the attributes: ksize and
     strides one per spatial axis, `spatial` those axes, `pad_width` np.pad's padding of x,
     `strided` the index keeping every stride-th window, `unpadded` x's place in the padded
-    array, `tf_ksize`/`tf_strides` the raw ops' 4-D lists (NHWC; 1-D pools as H = 1)."""
+    array, `tf_ksize`/`tf_strides` the raw ops' 4-D lists (NHWC; 1-D pools as H = 1);
+    for the PyTorch texts `channels`, x's channel axis, and `torch_pads`, F.pad's padding
+    (last axis first), for the JAX texts `window_dimensions`/`window_strides`, lax's window
+    (1 on the batch and channel axes)."""
     geo = geometry(tuple(x.shape), ksize, strides, padding, data_format, rank)
     one = (1,) * (2 - rank)
+    window, steps = [1] * len(x.shape), [1] * len(x.shape)
+    for axis, k, s in zip(geo.spatial, geo.ksize, geo.strides, strict=True):
+        window[axis], steps[axis] = k, s
     return {
         "ksize": geo.ksize, "strides": geo.strides, "spatial": geo.spatial,
         "pad_width": pad_width(len(x.shape), geo), "strided": strided(len(x.shape), geo),
         "unpadded": unpadded(len(x.shape), geo, tuple(x.shape)),
         "tf_ksize": [1, *one, *geo.ksize, 1], "tf_strides": [1, *one, *geo.strides, 1],
+        "channels": data_format.index("C"),
+        "torch_pads": [p for pair in reversed(geo.pads) for p in pair],
+        "window_dimensions": tuple(window), "window_strides": tuple(steps),
     }  # fmt: skip
+
+
+# A max-pool's rules in PyTorch and JAX spelling find each window's first maximum (in
+# row-major order, as TensorFlow: PyTorch's return_indices does; lax.reduce_window over
+# (value, index) pairs, the earlier index winning a tie), then scatter g to it or gather t
+# from it. JAX's own derivatives of a max-pool are no rule for ties: its JVP's pick among
+# tied elements follows the order the reduction runs in.
+_TORCH_MAXIMA = (
+    "xp = torch.nn.functional.pad(x.movedim(channels, 1), torch_pads, value=-torch.inf); "
+    "at = torch.nn.functional.max_pool{rank}d(xp, ksize, strides, return_indices=True)[1]; "
+)
+_JAX_MAXIMA = (
+    "i = jnp.arange(x.size).reshape(x.shape); first = lambda a, b: jax.tree.map(lambda u, v: "
+    "jnp.where((a[0] > b[0]) | ((a[0] == b[0]) & (a[1] < b[1])), u, v), a, b); "
+    "at = jax.lax.reduce_window((x, i), (-jnp.inf, x.size), first, window_dimensions, "
+    "window_strides, pad_width)[1]; "
+)
+# An average-pool is linear: the zero-padded windows' sums (or means) over those of ones.
+_TORCH_AVG = (
+    "pool = lambda a: torch.nn.functional.avg_pool{rank}d(torch.nn.functional.pad("
+    "a.movedim(channels, 1), torch_pads), ksize, strides).movedim(1, channels); "
+)
+_JAX_AVG = (
+    "pool = lambda a: jax.lax.reduce_window(a, 0.0, jax.lax.add, window_dimensions, "
+    "window_strides, pad_width); "
+)
+
+
+def _library_texts(kind: str, rank: int) -> dict[str, tuple[str, ...]]:
+    """The rule texts in PyTorch and JAX spelling, in the names of `pool_names`."""
+    if kind == "max":
+        maxima = _TORCH_MAXIMA.format(rank=rank)
+        torch_rule = (
+            f"{maxima}z = torch.zeros_like(xp).flatten(2).scatter_add(2, at.flatten(2), "
+            "g.movedim(channels, 1).flatten(2)); "
+            "torch.nn.functional.pad(z.view_as(xp), [-p for p in torch_pads]).movedim(1, channels)"
+        )
+        torch_jvp = (
+            f"{maxima}torch.nn.functional.pad(t.movedim(channels, 1), torch_pads).flatten(2)"
+            ".gather(2, at.flatten(2)).view_as(at).movedim(1, channels)"
+        )
+        jax_rule = (
+            f"{_JAX_MAXIMA}jnp.zeros(x.size, g.dtype).at[at.ravel()].add(g.ravel())"
+            ".reshape(x.shape)"
+        )
+        jax_jvp = f"{_JAX_MAXIMA}t.ravel()[at]"
+    else:
+        avg = _TORCH_AVG.format(rank=rank)
+        torch_rule = f"{avg}torch.func.vjp(pool, x)[1](g / pool(torch.ones_like(x)))[0]"
+        torch_jvp = f"{avg}pool(t) / pool(torch.ones_like(t))"
+        jax_rule = f"{_JAX_AVG}jax.vjp(pool, x)[1](g / pool(jnp.ones_like(x)))[0]"
+        jax_jvp = f"{_JAX_AVG}pool(t) / pool(jnp.ones_like(t))"
+    return {"torch_rules": (torch_rule,), "torch_jvp_rules": (torch_jvp,),
+            "jax_rules": (jax_rule,), "jax_jvp_rules": (jax_jvp,)}  # fmt: skip
 
 
 def _texts(kind: str, rank: int) -> dict[str, tuple[str, ...]]:
@@ -224,9 +287,8 @@ def _texts(kind: str, rank: int) -> dict[str, tuple[str, ...]]:
             "ksize=tf_ksize, strides=tf_strides, padding=padding)"
         )
         tf_jvp = f"tf.nn.avg_pool{rank}d(t, ksize, strides, padding)"
-    unwritten = ("torch_rules", "torch_jvp_rules", "jax_rules", "jax_jvp_rules")
     return {"rules": (rule,), "tf_rules": (tf_rule,), "jvp_rules": (jvp,),
-            "tf_jvp_rules": (tf_jvp,), **dict.fromkeys(unwritten, (None,))}  # fmt: skip
+            "tf_jvp_rules": (tf_jvp,), **_library_texts(kind, rank)}  # fmt: skip
 
 
 def _declare(kind: str, rank: int) -> None:

@@ -105,7 +105,8 @@ Conventions shared by every declaration:
   be: checked where the case gives them, a case error at the input's line otherwise;
   such a parameter takes only a fresh input in ``gradcheck fuzz``, made to comply.
 * The pools' rule texts also name ``ksize``/``strides`` (one per spatial axis), ``spatial``
-  (those axes), ``pad_width``, ``strided``, ``unpadded`` and ``tf_ksize``/``tf_strides``
+  (those axes), ``pad_width``, ``strided``, ``unpadded``, ``tf_ksize``/``tf_strides``,
+  ``channels``, ``torch_pads`` and ``window_dimensions``/``window_strides``
   (`ops.pooling.pool_names`); the norms' ``axis`` is the tuple of reduced axes.
 * The convolutions' PyTorch and JAX texts name ``stride`` and ``dilation`` (one per spatial
   axis), ``pads`` (a ``(before, after)`` pair per spatial axis), ``torch_pads`` (those as
