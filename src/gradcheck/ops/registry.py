@@ -80,8 +80,8 @@ Conventions shared by every declaration:
   mechanically (`ops.spelling`: ``np.`` to ``torch.`` or ``jnp.``, torch's ``dim=`` and
   ``keepdim=``), so an op declares only the texts that translation gets wrong; the tests
   evaluate every text, declared or translated, with real tensors of that library. A user
-  op gets no translation (nothing tests it): only the texts it declares. A text declared
-  None is one not written yet (a pooling's windows in PyTorch): fixes show NumPy's alone.
+  op gets no translation (nothing tests it): only the texts it declares; where it declares
+  none in an engine's spelling, fixes show NumPy's alone.
 * ``domain`` maps a parameter's name to the `Interval` its values are kept in when
   ``gradcheck fuzz`` generates cases: inside the op's domain and out of its steep
   regions (``log`` near 0, a denominator near 0, large exponents), where two correct
@@ -198,11 +198,11 @@ class Op:
     jvp_rules: tuple[str, ...] = ()  # each JVP as NumPy text ...
     tf_jvp_rules: tuple[str, ...] = ()  # ... and as TensorFlow text
     # The VJPs' and JVPs' texts in PyTorch and JAX spelling; left out, a builtin op's are
-    # its NumPy texts translated (see the module docstring); None: none written yet.
-    torch_rules: tuple[str | None, ...] = ()
-    jax_rules: tuple[str | None, ...] = ()
-    torch_jvp_rules: tuple[str | None, ...] = ()
-    jax_jvp_rules: tuple[str | None, ...] = ()
+    # its NumPy texts translated (see the module docstring).
+    torch_rules: tuple[str, ...] = ()
+    jax_rules: tuple[str, ...] = ()
+    torch_jvp_rules: tuple[str, ...] = ()
+    jax_jvp_rules: tuple[str, ...] = ()
     # Parameters that take integer inputs (indices, labels; SPEC §3.1): never
     # differentiated, so their VJP and JVP are None and their rule texts "".
     integer: tuple[str, ...] = ()
