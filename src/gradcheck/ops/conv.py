@@ -292,7 +292,7 @@ RULE_NAMES = {"conv_backprop_input": conv_backprop_input,
               "conv_backprop_filter": conv_backprop_filter}  # fmt: skip
 
 
-def conv_names(name: str, x, w, **attrs: Any) -> dict[str, Any]:
+def conv_names(name: str, x: Any, w: Any, **attrs: Any) -> dict[str, Any]:
     """The names the convolutions' PyTorch and JAX texts use beside g, y, x, w and the
     attributes: `stride` and `dilation` one per spatial axis, `pads` one (before, after)
     pair per spatial axis (TensorFlow's SAME worked out), `torch_pads` them as F.pad takes
