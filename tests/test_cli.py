@@ -173,7 +173,7 @@ def test_ops_lists_every_op_with_its_tensorflow_mapping():
 
 
 @pytest.mark.parametrize("mode", ["rev", "fwd"])
-@pytest.mark.parametrize("spelling", ["numpy", "tensorflow"])
+@pytest.mark.parametrize("spelling", ["numpy", "tensorflow", "torch", "jax"])
 def test_ops_shows_every_vjp_rule_in_the_spelling_asked_for(spelling, mode):
     assert "VJP" not in invoke("ops").stdout  # the rules only when asked for
     forward = ["--forward"] if mode == "fwd" else []

@@ -20,6 +20,7 @@ from gradcheck.ops import get_op
 from gradcheck.ops.user import load_ops_files
 from gradcheck.runner import RunOptions, check_case
 from test_stock_engines import SMOOTH_RELU_OPS, wrong_jax_smooth_relu, wrong_torch_smooth_relu
+from test_user_ops import write
 
 torch = pytest.importorskip("torch")
 jax = pytest.importorskip("jax")
@@ -136,9 +137,30 @@ def test_the_stock_adapters_spell_their_fixes_in_their_library():
     assert idiom.spelling(frozenset({"numpy", "autograd"})) == "numpy"
 
 
-def test_a_rule_without_its_spelling_is_stated_in_numpy_alone():
-    conv = get_op("conv2d")  # its torch text is not written (declared None)
-    assert conv.rule(0, "torch") is None
-    assert idiom.rule(conv, 0, "torch") == f"`{conv.rule(0)}`"
+def test_a_rule_without_its_spelling_is_stated_in_numpy_alone(tmp_path):
+    ops_file = write(
+        tmp_path,
+        "cube_ops.py",
+        """
+        import gradcheck
+
+        @gradcheck.op(shape=gradcheck.same_shape, vjps=[lambda g, ans, x: 3 * g * x * x],
+                      rules=["3 * g * x**2"])
+        def cube(x):
+            return x ** 3
+        """,
+    )
+    (cube,) = load_ops_files([ops_file])  # a user op declaring no PyTorch text
+    assert cube.rule(0, "torch") is None
+    assert idiom.rule(cube, 0, "torch") == "`3 * g * x**2`"
     add = get_op("add")  # the same in every spelling: stated once
     assert idiom.rule(add, 0, "torch") == "`g`"
+
+
+@pytest.mark.parametrize("name", ["conv1d", "conv2d_transpose", "max_pool2d", "avg_pool1d"])
+def test_a_window_ops_fix_is_in_the_engines_spelling_too(name):
+    op = get_op(name)
+    assert idiom.rule(op, 0, "torch") == f"`{op.rule(0)}` (in PyTorch: `{op.rule(0, 'torch')}`)"
+    assert idiom.rule(op, 0, "jax", "fwd") == (
+        f"`{op.rule(0, mode='fwd')}` (in JAX: `{op.rule(0, 'jax', 'fwd')}`)"
+    )

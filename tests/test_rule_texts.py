@@ -14,7 +14,7 @@ import pytest
 from gradcheck.ops import all_ops, get_op, unbroadcast
 from gradcheck.ops.broadcast import normalize_axes
 from gradcheck.ops.contractions import einsum_adjoint, fill_arrays, tensordot_axes
-from gradcheck.ops.conv import RULE_NAMES
+from gradcheck.ops.conv import RULE_NAMES, conv_names
 from gradcheck.ops.pooling import pool_names
 from gradcheck.ops.reductions import reduced_size
 from gradcheck.ops.shape import _perm
@@ -22,6 +22,7 @@ from gradcheck.ops.splits import split_sizes
 from gradcheck.references.tensorflow import load_tensorflow
 
 POOLS = ("max_pool2d", "avg_pool2d", "max_pool1d", "avg_pool1d")
+CONVS = ("conv1d", "conv2d", "conv2d_transpose")
 
 # One application per op: arguments (shapes, or values) and attributes.
 # fmt: off
@@ -102,29 +103,53 @@ APPLICATIONS: dict[str, list[tuple[list, dict]]] = {
                 ([[[1.0, 0.0, 2.0, 0.0], [2.0, 0.0, 0.5, 1.5]]],
                  {"axis": 1, "exclusive": True, "reverse": True}),
                 ([(3, 4)], {"axis": 0, "exclusive": True, "reverse": False})],
-    # ops/conv.py: TF spellings in NHWC, undilated, ungrouped (TF's CPU kernels' reach)
+    # ops/conv.py: TF spellings in NHWC, undilated, ungrouped (TF's CPU kernels' reach); the
+    # others for the formats, per-axis strides and dilations, int and uneven explicit pads
     "conv2d": [([(2, 5, 5, 3), (3, 3, 3, 4)], {"strides": 2, "padding": "SAME"}),
                ([(1, 4, 6, 6), (4, 2, 3, 3)], {"padding": "VALID", "groups": 2,
-                "data_format": "NCHW", "filter_format": "OIHW"}, "numpy")],
+                "data_format": "NCHW", "filter_format": "OIHW"}, "numpy"),
+               ([(2, 6, 5, 4), (6, 2, 3, 2)], {"strides": [2, 1], "padding": [[0, 2], [1, 0]],
+                "dilations": [1, 2], "groups": 2, "filter_format": "OIHW"}, "numpy"),
+               ([(1, 3, 6, 5), (3, 3, 3, 2)], {"strides": 2, "padding": "SAME", "dilations": 2,
+                "data_format": "NCHW"}, "numpy"),
+               ([(2, 4, 4, 2), (2, 2, 2, 3)], {"strides": 2, "padding": 1}, "numpy")],
     "conv1d": [([(2, 7, 3), (2, 3, 4)], {"strides": 2, "padding": "SAME"}),
-               ([(1, 9, 2), (3, 2, 2)], {"padding": "VALID", "dilations": 2}, "numpy")],
+               ([(1, 9, 2), (3, 2, 2)], {"padding": "VALID", "dilations": 2}, "numpy"),
+               ([(2, 4, 9), (4, 2, 3)], {"strides": 2, "padding": "SAME", "groups": 2,
+                "data_format": "NCW", "filter_format": "OIW"}, "numpy"),
+               ([(1, 8, 3), (2, 3, 3)], {"padding": [[2, 1]], "dilations": 3}, "numpy")],
     "conv2d_transpose": [([(2, 3, 3, 4), (3, 3, 2, 4)], {"output_shape": [2, 6, 6, 2],
-                          "strides": 2, "padding": "SAME"})],
+                          "strides": 2, "padding": "SAME"}),
+                         ([(2, 4, 3, 3), (3, 2, 2, 4)], {"output_shape": [2, 2, 8, 7],
+                          "strides": 2, "padding": "VALID", "data_format": "NCHW"}, "numpy"),
+                         ([(1, 3, 3, 2), (2, 3, 1, 2)], {"output_shape": [1, 5, 3, 1],
+                          "strides": [2, 1], "padding": "SAME"}, "numpy")],
     # ops/pooling.py, ops/normalization.py, one_hot
     "max_pool2d": [([[[[[1.0], [3.0], [3.0]], [[3.0], [0.0], [1.0]], [[2.0], [2.0], [5.0]]]]],
                     {"ksize": 2, "strides": 1, "padding": "VALID", "data_format": "NHWC"}),
                    ([(2, 5, 4, 3)], {"ksize": [3, 2], "strides": 2, "padding": "SAME",
-                                     "data_format": "NHWC"})],
+                                     "data_format": "NHWC"}),
+                   # channels first, ties in overlapping windows, SAME's odd pad after
+                   ([[[[[1.0, 2.0, 2.0], [2.0, 0.0, 2.0], [1.0, 2.0, 1.0], [0.0, 0.0, 0.0]],
+                       [[3.0, 3.0, 1.0], [3.0, 3.0, 3.0], [0.0, 1.0, 1.0], [1.0, 0.0, 1.0]]]]],
+                    {"ksize": [3, 2], "strides": [1, 2], "padding": "SAME",
+                     "data_format": "NCHW"}, "numpy")],
     "avg_pool2d": [([(2, 5, 4, 3)], {"ksize": 3, "strides": [2, 1], "padding": "SAME",
                                      "data_format": "NHWC"}),
                    ([(1, 4, 4, 2)], {"ksize": 2, "strides": None, "padding": "VALID",
-                                     "data_format": "NHWC"})],
+                                     "data_format": "NHWC"}),
+                   ([(2, 3, 5, 4)], {"ksize": [2, 3], "strides": [1, 2], "padding": "SAME",
+                                     "data_format": "NCHW"}, "numpy")],
     "max_pool1d": [([[[[1.0], [1.0], [2.0], [2.0], [0.0]]]],
                     {"ksize": 2, "strides": 1, "padding": "SAME", "data_format": "NWC"}),
                    ([(2, 7, 3)], {"ksize": 3, "strides": 2, "padding": "VALID",
-                                  "data_format": "NWC"})],
+                                  "data_format": "NWC"}),
+                   ([[[[1.0, 1.0, 0.0, 2.0, 2.0, 2.0, 1.0], [0.0, 3.0, 3.0, 0.0, 3.0, 1.0, 1.0]]]],
+                    {"ksize": 4, "strides": 1, "padding": "SAME", "data_format": "NCW"}, "numpy")],
     "avg_pool1d": [([(2, 7, 3)], {"ksize": 4, "strides": 2, "padding": "SAME",
-                                  "data_format": "NWC"})],
+                                  "data_format": "NWC"}),
+                   ([(2, 3, 6)], {"ksize": 4, "strides": 1, "padding": "SAME",
+                                  "data_format": "NCW"}, "numpy")],
     "layer_norm": [([(3, 5)], {"axis": -1, "epsilon": 1e-5}),
                    ([(2, 3, 4)], {"axis": [1, 2], "epsilon": 1e-3})],
     "batch_norm": [([(2, 3, 3, 2)], {"axis": [0, 1, 2], "epsilon": 1e-5})],
@@ -207,6 +232,8 @@ def names(op, g, y, args, attrs, i) -> dict:
     if op.name in POOLS:  # the windows: ksize, strides, pads (ops.pooling.pool_names)
         rank = int(op.name[-2])
         out.update(pool_names(args[0], **{k: attrs[k] for k in op.attrs}, rank=rank))
+    if op.name in CONVS:  # strides, pads and layouts as PyTorch and JAX take them
+        out.update(conv_names(op.name, *args, **attrs))
     if op.name in ("layer_norm", "batch_norm"):
         out["axis"] = normalize_axes(attrs["axis"], args[0].ndim)
     if op.name == "transpose":

@@ -18,6 +18,7 @@ from gradcheck.ops.conv import RULE_NAMES
 from test_rule_texts import (
     applications,
     assert_tangents,
+    declared,
     evaluate,
     jvp_setup,
     names,
@@ -32,23 +33,6 @@ import jax.numpy as jnp  # noqa: E402  (after x64 is on)
 import jax.scipy.special  # noqa: E402  (jax.scipy.special.erf in the texts)
 
 SPELLINGS = ("torch", "jax")
-# The (op, spelling) pairs whose texts are not written yet (declared None).
-UNWRITTEN = {
-    *(
-        (name, s)
-        for s in SPELLINGS
-        for name in (
-            "conv1d",
-            "conv2d",
-            "conv2d_transpose",
-            "cumprod",
-            "max_pool1d",
-            "max_pool2d",
-            "avg_pool1d",
-            "avg_pool2d",
-        )
-    ),
-}
 
 
 def _library(spelling: str) -> dict:
@@ -90,37 +74,20 @@ def namespace(op, names_: dict, spelling: str) -> dict:
     return {**_library(spelling), **kept}
 
 
-def _declared_none(op, spelling: str, mode: str) -> bool:
-    """Whether the declaration says it has no text in `spelling` yet (None)."""
-    field = f"{spelling}_jvp_rules" if mode == "fwd" else f"{spelling}_rules"
-    return None in getattr(op, field)
-
-
 def test_every_op_has_both_spellings_of_every_rule():
-    """A text for each differentiable parameter, none for an integer one, except where the
-    declaration says None; those are few, and named here so that a new one is seen."""
-    missing = set()
+    """A text for each differentiable parameter, none for an integer one."""
     for op in all_ops():
         for spelling in SPELLINGS:
             for mode in ("rev", "fwd"):
-                if _declared_none(op, spelling, mode):
-                    missing.add((op.name, spelling))
-                    continue
                 texts = [op.rule(i, spelling, mode) for i in range(len(op.params))]
-                assert [bool(t) for t in texts] == [p not in op.integer for p in op.params], (
-                    op.name,
-                    spelling,
-                    mode,
-                )
-    assert missing <= UNWRITTEN
+                assert declared(texts, op), (op.name, spelling, mode)
 
 
-def spelled(spelling: str):
-    """`applications` whose text in `spelling` is written, with the spelling."""
-    for param in applications():
-        name, k, i = param.values
-        if get_op(name).rule(i, spelling) is not None:
-            yield pytest.param(name, k, i, spelling, id=f"{param.id}-{spelling}")
+SPELLED = [  # every application, in each spelling
+    pytest.param(*param.values, spelling, id=f"{param.id}-{spelling}")
+    for spelling in SPELLINGS
+    for param in applications()
+]
 
 
 def test_a_translated_text_spells_the_library_not_numpy():
@@ -131,10 +98,10 @@ def test_a_translated_text_spells_the_library_not_numpy():
         for spelling in SPELLINGS:
             for mode in ("rev", "fwd"):
                 for i in range(len(op.params)):
-                    assert "np." not in (op.rule(i, spelling, mode) or "").replace("jnp.", "")
+                    assert "np." not in op.rule(i, spelling, mode).replace("jnp.", "")
 
 
-@pytest.mark.parametrize(("name", "k", "i", "spelling"), [p for s in SPELLINGS for p in spelled(s)])
+@pytest.mark.parametrize(("name", "k", "i", "spelling"), SPELLED)
 def test_the_text_computes_the_vjp(name, k, i, spelling):
     op, args, attrs, y, g = setup(name, k)
     scope = namespace(op, names(op, g, y, args, attrs, i), spelling)
@@ -143,7 +110,7 @@ def test_the_text_computes_the_vjp(name, k, i, spelling):
     np.testing.assert_allclose(unbroadcast(got, args[i].shape), expected, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize(("name", "k", "i", "spelling"), [p for s in SPELLINGS for p in spelled(s)])
+@pytest.mark.parametrize(("name", "k", "i", "spelling"), SPELLED)
 def test_the_text_computes_the_jvp(name, k, i, spelling):
     op, names_, _, expected = jvp_setup(name, k, i)
     got = _numpy(evaluate(op.rule(i, spelling, "fwd"), namespace(op, names_, spelling)))

@@ -23,7 +23,8 @@ from gradcheck.diagnosis.mechanisms.probes import Prober
 from gradcheck.engines.builtin.engine import BuiltinEngine
 from gradcheck.ops import Op
 from gradcheck.ops.conv_geometry import geometry as conv_geometry
-from gradcheck.ops.pooling import _scatter, _weights, geometry, windows
+from gradcheck.ops.pool_geometry import geometry, windows
+from gradcheck.ops.pooling import _scatter, _weights
 from gradcheck.ops.registry import VJP
 from gradcheck.results import Hint
 from gradcheck.runner import RunOptions, run

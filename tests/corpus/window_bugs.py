@@ -23,7 +23,7 @@ from window_engine import Engine as WindowEngine
 from gradcheck.ops import get_op
 from gradcheck.ops.conv import conv_backprop_filter, conv_backprop_input
 from gradcheck.ops.conv_geometry import geometry
-from gradcheck.ops.pooling import geometry as pool_geometry
+from gradcheck.ops.pool_geometry import geometry as pool_geometry
 
 # -- helpers an engine would have: its own pads, spatial axes and window loop ------------
 

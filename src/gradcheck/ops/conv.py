@@ -13,6 +13,12 @@ TensorFlow's CPU kernels have no NCHW convolution, no gradient of a dilated or g
 one and no explicit padding for conv1d, so the reference builds what they have: NHWC
 through transposes, the pads by ``tf.pad``, the dilated filter with zeros between its
 taps, and a grouped convolution as one per group, concatenated.
+
+The rules in PyTorch spelling are its own adjoints (``torch.nn.grad.conv2d_input`` and
+``conv2d_weight``, ``F.conv_transpose2d``) channels first, after ``movedim``s and an
+``F.pad`` for TensorFlow's pads (``F.pad`` with negated pads crops them off again); in JAX
+spelling, ``jax.vjp`` of ``lax.conv_general_dilated``, whose dimension numbers take the
+formats as they are. Both name what `conv_names` gives.
 """
 
 from __future__ import annotations
@@ -28,6 +34,27 @@ from .im2col import CONV, CONV_FILTER_GRAD, CONV_INPUT_GRAD, expansion
 from .registry import Op, ShapeError, register
 
 # -- conv1d and conv2d ------------------------------------------------------------------
+
+# The rules in PyTorch and JAX spelling, in the names of `conv_names`. PyTorch pads by
+# F.pad (its padding= cannot pad unevenly, as TensorFlow's SAME does) and crops the
+# gradient by F.pad with the pads negated.
+_TORCH_IN = "torch.nn.functional.pad({}.movedim(channels, 1), torch_pads)"
+_TORCH_VJPS = (
+    f"xp = {_TORCH_IN.format('x')}; gx = torch.nn.grad.conv{{rank}}d_input(xp.shape, "
+    "w.movedim(filter_axes, (0, 1)), g.movedim(channels, 1), stride, 0, dilation, groups); "
+    "torch.nn.functional.pad(gx, [-p for p in torch_pads]).movedim(1, channels)",
+    f"torch.nn.grad.conv{{rank}}d_weight({_TORCH_IN.format('x')}, "
+    "w.movedim(filter_axes, (0, 1)).shape, g.movedim(channels, 1), stride, 0, dilation, "
+    "groups).movedim((0, 1), filter_axes)",
+)
+_TORCH_CONV = (
+    f"torch.nn.functional.conv{{rank}}d({_TORCH_IN.format('{x}')}, "
+    "{w}.movedim(filter_axes, (0, 1)), None, stride, 0, dilation, groups).movedim(1, channels)"
+)
+_JAX_CONV = (
+    "conv = lambda x, w: jax.lax.conv_general_dilated(x, w, stride, pads, rhs_dilation=dilation, "
+    "dimension_numbers=(data_format, filter_format, data_format), feature_group_count=groups); "
+)
 
 
 def _conv_geo(rank: int, x, w, attrs: dict[str, Any]) -> Geometry:
@@ -105,8 +132,12 @@ def _conv_op(rank: int, name: str, data: str, filt: str, tf_fn: Any) -> Op:
                       "dilations=dilations)",
                       f"tf.nn.{name}(x, t, strides, padding, data_format=data_format, "
                       "dilations=dilations)"),
-        torch_rules=(None, None), torch_jvp_rules=(None, None),
-        jax_rules=(None, None), jax_jvp_rules=(None, None),
+        torch_rules=tuple(text.format(rank=rank) for text in _TORCH_VJPS),
+        torch_jvp_rules=(_TORCH_CONV.format(rank=rank, x="t", w="w"),
+                         _TORCH_CONV.format(rank=rank, x="x", w="t")),
+        jax_rules=(_JAX_CONV + "jax.vjp(conv, x, w)[1](g)[0]",
+                   _JAX_CONV + "jax.vjp(conv, x, w)[1](g)[1]"),
+        jax_jvp_rules=(_JAX_CONV + "conv(t, w)", _JAX_CONV + "conv(x, t)"),
         attr_choices={"strides": (1, 2), "padding": ("VALID", "SAME", 1),
                       "dilations": (1, 2), "groups": (1, 2), "data_format": FORMATS[rank][0],
                       "filter_format": FORMATS[rank][1]},
@@ -260,7 +291,44 @@ def conv_backprop_filter(x, g, w_shape, strides, padding, dilations, groups, dat
 RULE_NAMES = {"conv_backprop_input": conv_backprop_input,
               "conv_backprop_filter": conv_backprop_filter}  # fmt: skip
 
+
+def conv_names(name: str, x: Any, w: Any, **attrs: Any) -> dict[str, Any]:
+    """The names the convolutions' PyTorch and JAX texts use beside g, y, x, w and the
+    attributes: `stride` and `dilation` one per spatial axis, `pads` one (before, after)
+    pair per spatial axis (TensorFlow's SAME worked out), `torch_pads` them as F.pad takes
+    them (last axis first), `channels` the channel axis of x (and of y), `filter_axes`
+    w's output- and input-channel axes; conv2d_transpose's `output_padding` is
+    F.conv_transpose2d's, what its padded output has past (n - 1) * stride + kernel."""
+    x, w = tuple(np.shape(x)), tuple(np.shape(w))
+    if name == "conv2d_transpose":
+        geo = _transpose_geo(x, w, **attrs)
+        out = moved(tuple(attrs["output_shape"]), geo.x_perm)[1:3]
+        padded = [o + sum(p) for o, p in zip(out, geo.pads, strict=True)]
+        sizes = zip(moved(x, geo.x_perm)[1:3], geo.strides, w[:2], strict=True)
+        reach = [(n - 1) * s + k for n, s, k in sizes]
+        extra = {"output_padding": tuple(p - r for p, r in zip(padded, reach, strict=True))}
+    else:
+        geo = _conv_geo(len(x) - 2, x, w, attrs)
+        axes = tuple(attrs["filter_format"].index(a) for a in "OI")
+        extra = {"dilation": geo.dilations, "filter_axes": axes}
+    return {"stride": geo.strides, "pads": geo.pads,
+            "torch_pads": [p for pair in reversed(geo.pads) for p in pair],
+            "channels": attrs["data_format"].index("C"), **extra}  # fmt: skip
+
+
 _TRANSPOSE = ", ".join(f"{a}={a}" for a in ("output_shape", "strides", "padding", "data_format"))
+# conv2d_transpose in PyTorch spelling: TF's [H, W, out, in] filter is F.conv_transpose2d's
+# (in, out, H, W), and its output, unpadded, is cropped by the pads; in JAX, the adjoint of
+# conv2d in its input, by jax.vjp.
+_TORCH_TRANSPOSED = (
+    "y = torch.nn.functional.conv_transpose2d({x}.movedim(channels, 1), {w}.permute(3, 2, 0, 1),"
+    " None, stride, 0, output_padding); "
+    "torch.nn.functional.pad(y, [-p for p in torch_pads]).movedim(1, channels)"
+)
+_JAX_TRANSPOSED = (
+    "conv = lambda y, w: jax.lax.conv_general_dilated(y, w, stride, pads, "
+    "dimension_numbers=(data_format, 'HWIO', data_format)); "
+)
 
 # fmt: off
 register(_conv_op(1, "conv1d", "NWC", "WIO", _tf_conv))
@@ -283,8 +351,17 @@ register(Op(
     jvp_rules=(f"conv2d_transpose(t, w, {_TRANSPOSE})", f"conv2d_transpose(x, t, {_TRANSPOSE})"),
     tf_jvp_rules=("tf.nn.conv2d_transpose(t, w, output_shape, strides, padding, data_format)",
                   "tf.nn.conv2d_transpose(x, t, output_shape, strides, padding, data_format)"),
-    torch_rules=(None, None), torch_jvp_rules=(None, None),
-    jax_rules=(None, None), jax_jvp_rules=(None, None),
+    torch_rules=(
+        "torch.nn.functional.conv2d(torch.nn.functional.pad(g.movedim(channels, 1), torch_pads), "
+        "w.permute(3, 2, 0, 1), None, stride).movedim(1, channels)",
+        "torch.nn.grad.conv2d_weight(torch.nn.functional.pad(g.movedim(channels, 1), torch_pads), "
+        "w.permute(3, 2, 0, 1).shape, x.movedim(channels, 1), stride).permute(2, 3, 1, 0)"),
+    torch_jvp_rules=(_TORCH_TRANSPOSED.format(x="t", w="w"),
+                     _TORCH_TRANSPOSED.format(x="x", w="t")),
+    jax_rules=(_JAX_TRANSPOSED + "conv(g, w)", _JAX_TRANSPOSED + "jax.vjp(conv, g, w)[1](x)[1]"),
+    jax_jvp_rules=(
+        _JAX_TRANSPOSED + "jax.vjp(conv, jnp.zeros(output_shape, x.dtype), w)[1](t)[0]",
+        _JAX_TRANSPOSED + "jax.vjp(conv, jnp.zeros(output_shape, x.dtype), t)[1](x)[0]"),
     attr_choices={"output_shape": _output_shapes, "strides": (1, 2),
                   "padding": ("SAME", "VALID"), "data_format": ("NHWC", "NCHW")},
     scratch=_transpose_scratch,

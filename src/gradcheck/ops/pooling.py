@@ -18,74 +18,20 @@ constant).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..util.lazy_numpy import np
-from .broadcast import fmt_shape
-from .registry import Op, Shape, ShapeError, get_op, register
-
-_FORMATS = {2: ("NHWC", "NCHW"), 1: ("NWC", "NCW")}
-_LETTERS = {2: "HW", 1: "W"}
-
-
-class Geometry(NamedTuple):
-    """Where the windows are: spatial axes, window and step sizes, padding, output sizes."""
-
-    spatial: tuple[int, ...]
-    ksize: tuple[int, ...]
-    strides: tuple[int, ...]
-    pads: tuple[tuple[int, int], ...]  # (before, after) per spatial axis
-    out: tuple[int, ...]
-
-
-def _sizes(value: Any, name: str, rank: int) -> tuple[int, ...]:
-    items = list(value) if isinstance(value, (list, tuple)) else [value] * rank
-    if len(items) != rank or not all(
-        isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in items
-    ):
-        allowed = "a positive integer" + (f" or a list of {rank}" if rank > 1 else "")
-        raise ShapeError(f"{name} must be {allowed}, got {value!r}")
-    return tuple(items)
-
-
-def geometry(
-    shape: Shape, ksize: Any, strides: Any, padding: Any, data_format: Any, rank: int
-) -> Geometry:
-    """The windows of a rank-`rank` pool over an input of `shape`; `ShapeError` naming the
-    attribute and its allowed values when one is wrong."""
-    formats = _FORMATS[rank]
-    if data_format not in formats:
-        allowed = " or ".join(map(repr, formats))
-        raise ShapeError(f"data_format must be {allowed}, got {data_format!r}")
-    if padding not in ("VALID", "SAME"):
-        raise ShapeError(f"padding must be 'VALID' or 'SAME', got {padding!r}")
-    k = _sizes(ksize, "ksize", rank)
-    s = k if strides is None else _sizes(strides, "strides", rank)
-    if len(shape) != rank + 2:
-        layout = ", ".join(data_format)
-        raise ShapeError(
-            f"x has shape {fmt_shape(shape)}; it needs rank {rank + 2} "
-            f"({layout} for data_format={data_format!r})"
-        )
-    first = 1 if data_format.endswith("C") else 2
-    spatial = tuple(range(first, first + rank))
-    pads, out = [], []
-    for letter, axis, kk, ss in zip(_LETTERS[rank], spatial, k, s, strict=True):
-        n = shape[axis]
-        if padding == "VALID":
-            if kk > n:
-                raise ShapeError(
-                    f"ksize {kk} is larger than axis {letter} of size {n} (padding='VALID'): "
-                    f"ksize along {letter} must be at most {n}, or padding='SAME'"
-                )
-            pads.append((0, 0))
-            out.append((n - kk) // ss + 1)
-        else:
-            o = -(-n // ss)
-            total = max((o - 1) * ss + kk - n, 0)
-            pads.append((total // 2, total - total // 2))
-            out.append(o)
-    return Geometry(spatial, k, s, tuple(pads), tuple(out))
+from .pool_geometry import (
+    FORMATS,
+    Geometry,
+    geometry,
+    pad_width,
+    strided,
+    unpadded,
+    window_axes,
+    windows,
+)
+from .registry import Op, Shape, get_op, register
 
 
 def _shape(rank: int):
@@ -97,43 +43,6 @@ def _shape(rank: int):
         return tuple(out)
 
     return shape
-
-
-def _pad_width(ndim: int, geo: Geometry) -> list[tuple[int, int]]:
-    width = [(0, 0)] * ndim
-    for axis, pad in zip(geo.spatial, geo.pads, strict=True):
-        width[axis] = pad
-    return width
-
-
-def _strided(ndim: int, geo: Geometry) -> tuple:
-    """The index that keeps every stride-th window of `sliding_window_view`'s."""
-    index = [slice(None)] * ndim
-    for axis, s, o in zip(geo.spatial, geo.strides, geo.out, strict=True):
-        index[axis] = slice(None, s * (o - 1) + 1, s)
-    return tuple(index)
-
-
-def _unpadded(ndim: int, geo: Geometry, shape: Shape) -> tuple:
-    index = [slice(None)] * ndim
-    for axis, (before, _) in zip(geo.spatial, geo.pads, strict=True):
-        index[axis] = slice(before, before + shape[axis])
-    return tuple(index)
-
-
-def windows(x, geo: Geometry, fill: float, writeable: bool = False):
-    """x's windows, padded with `fill`: x's shape with the output's spatial sizes, then
-    the window's axes last. A view when nothing is padded."""
-    width = _pad_width(x.ndim, geo)
-    padded = np.pad(x, width, constant_values=fill) if any(map(any, width)) else x
-    view = np.lib.stride_tricks.sliding_window_view(
-        padded, geo.ksize, axis=geo.spatial, writeable=writeable
-    )
-    return view[_strided(x.ndim, geo)]
-
-
-def _window_axes(rank: int) -> tuple[int, ...]:
-    return tuple(range(-rank, 0))
 
 
 def _counts(shape: Shape, geo: Geometry, dtype):
@@ -153,9 +62,9 @@ def _max_weights(x, geo: Geometry, ties: str):
     """1 at each window's first maximum (`ties` 'split': 1/count at every maximum)."""
     rank = len(geo.spatial)
     w = windows(x, geo, -np.inf)
-    winners = w == np.max(w, axis=_window_axes(rank), keepdims=True)
+    winners = w == np.max(w, axis=window_axes(rank), keepdims=True)
     if ties == "split":
-        return winners / np.sum(winners, axis=_window_axes(rank), keepdims=True)
+        return winners / np.sum(winners, axis=window_axes(rank), keepdims=True)
     flat = winners.reshape(*winners.shape[:-rank], -1)
     first = flat & (np.cumsum(flat, axis=-1) == 1)
     return first.reshape(winners.shape).astype(x.dtype)
@@ -166,7 +75,7 @@ def _weights(x, mode: str, geo: Geometry):
     if mode == "avg":
         rank = len(geo.spatial)
         inside = windows(np.ones(x.shape, x.dtype), geo, 0.0)
-        count = np.sum(inside, axis=_window_axes(rank), keepdims=True)
+        count = np.sum(inside, axis=window_axes(rank), keepdims=True)
         return inside / count
     return _max_weights(x, geo, "split" if mode == "max-split" else "first")
 
@@ -174,24 +83,24 @@ def _weights(x, mode: str, geo: Geometry):
 def _scatter(g, x, mode, ksize, strides, padding, data_format, rank):
     """Each window's share of g added back where the window sits (overlaps accumulate)."""
     geo = geometry(x.shape, ksize, strides, padding, data_format, rank)
-    shares = np.expand_dims(g, _window_axes(rank)) * _weights(x, mode, geo)
+    shares = np.expand_dims(g, window_axes(rank)) * _weights(x, mode, geo)
     padded = np.zeros(
-        [n + sum(p) for n, p in zip(x.shape, _pad_width(x.ndim, geo), strict=True)], shares.dtype
+        [n + sum(p) for n, p in zip(x.shape, pad_width(x.ndim, geo), strict=True)], shares.dtype
     )
     view = np.lib.stride_tricks.sliding_window_view(
         padded, geo.ksize, axis=geo.spatial, writeable=True
-    )[_strided(x.ndim, geo)]
+    )[strided(x.ndim, geo)]
     for offset in np.ndindex(*geo.ksize):  # one strided add per window element, not per pixel
         at = (Ellipsis, *offset)
         view[at] += shares[at]
-    return padded[_unpadded(x.ndim, geo, x.shape)]
+    return padded[unpadded(x.ndim, geo, x.shape)]
 
 
 def _gather(t, x, mode, ksize, strides, padding, data_format, rank):
     """Each window's share of t summed: t at max's maxima, avg's average of t."""
     geo = geometry(x.shape, ksize, strides, padding, data_format, rank)
     shares = windows(t, geo, 0.0) * _weights(x, mode, geo)
-    return np.sum(shares, axis=_window_axes(rank))
+    return np.sum(shares, axis=window_axes(rank))
 
 
 def _zeros_like_x(g, ans, t, x, **attrs):
@@ -225,7 +134,7 @@ POOL_GATHER = Op(
 def _max_pool(rank: int):
     def forward(x, ksize, strides, padding, data_format):
         geo = geometry(x.shape, ksize, strides, padding, data_format, rank)
-        return np.max(windows(x, geo, -np.inf), axis=_window_axes(rank))
+        return np.max(windows(x, geo, -np.inf), axis=window_axes(rank))
 
     return forward
 
@@ -233,7 +142,7 @@ def _max_pool(rank: int):
 def _avg_pool(rank: int):
     def forward(x, ksize, strides, padding, data_format):
         geo = geometry(x.shape, ksize, strides, padding, data_format, rank)
-        total = np.sum(windows(x, geo, 0.0), axis=_window_axes(rank))
+        total = np.sum(windows(x, geo, 0.0), axis=window_axes(rank))
         return total / _counts(x.shape, geo, total.dtype)
 
     return forward
@@ -259,20 +168,83 @@ def pool_names(x, ksize, strides, padding, data_format, rank) -> dict[str, Any]:
     """The names the pools' rule texts use beside g, y, x and the attributes: ksize and
     strides one per spatial axis, `spatial` those axes, `pad_width` np.pad's padding of x,
     `strided` the index keeping every stride-th window, `unpadded` x's place in the padded
-    array, `tf_ksize`/`tf_strides` the raw ops' 4-D lists (NHWC; 1-D pools as H = 1)."""
+    array, `tf_ksize`/`tf_strides` the raw ops' 4-D lists (NHWC; 1-D pools as H = 1);
+    for the PyTorch texts `channels`, x's channel axis, and `torch_pads`, F.pad's padding
+    (last axis first), for the JAX texts `window_dimensions`/`window_strides`, lax's window
+    (1 on the batch and channel axes)."""
     geo = geometry(tuple(x.shape), ksize, strides, padding, data_format, rank)
     one = (1,) * (2 - rank)
+    window, steps = [1] * len(x.shape), [1] * len(x.shape)
+    for axis, k, s in zip(geo.spatial, geo.ksize, geo.strides, strict=True):
+        window[axis], steps[axis] = k, s
     return {
         "ksize": geo.ksize, "strides": geo.strides, "spatial": geo.spatial,
-        "pad_width": _pad_width(len(x.shape), geo), "strided": _strided(len(x.shape), geo),
-        "unpadded": _unpadded(len(x.shape), geo, tuple(x.shape)),
+        "pad_width": pad_width(len(x.shape), geo), "strided": strided(len(x.shape), geo),
+        "unpadded": unpadded(len(x.shape), geo, tuple(x.shape)),
         "tf_ksize": [1, *one, *geo.ksize, 1], "tf_strides": [1, *one, *geo.strides, 1],
+        "channels": data_format.index("C"),
+        "torch_pads": [p for pair in reversed(geo.pads) for p in pair],
+        "window_dimensions": tuple(window), "window_strides": tuple(steps),
     }  # fmt: skip
+
+
+# A max-pool's rules in PyTorch and JAX spelling find each window's first maximum (in
+# row-major order, as TensorFlow: PyTorch's return_indices does; lax.reduce_window over
+# (value, index) pairs, the earlier index winning a tie), then scatter g to it or gather t
+# from it. JAX's own derivatives of a max-pool are no rule for ties: its JVP's pick among
+# tied elements follows the order the reduction runs in.
+_TORCH_MAXIMA = (
+    "xp = torch.nn.functional.pad(x.movedim(channels, 1), torch_pads, value=-torch.inf); "
+    "at = torch.nn.functional.max_pool{rank}d(xp, ksize, strides, return_indices=True)[1]; "
+)
+_JAX_MAXIMA = (
+    "i = jnp.arange(x.size).reshape(x.shape); first = lambda a, b: jax.tree.map(lambda u, v: "
+    "jnp.where((a[0] > b[0]) | ((a[0] == b[0]) & (a[1] < b[1])), u, v), a, b); "
+    "at = jax.lax.reduce_window((x, i), (-jnp.inf, x.size), first, window_dimensions, "
+    "window_strides, pad_width)[1]; "
+)
+# An average-pool is linear: the zero-padded windows' sums (or means) over those of ones.
+_TORCH_AVG = (
+    "pool = lambda a: torch.nn.functional.avg_pool{rank}d(torch.nn.functional.pad("
+    "a.movedim(channels, 1), torch_pads), ksize, strides).movedim(1, channels); "
+)
+_JAX_AVG = (
+    "pool = lambda a: jax.lax.reduce_window(a, 0.0, jax.lax.add, window_dimensions, "
+    "window_strides, pad_width); "
+)
+
+
+def _library_texts(kind: str, rank: int) -> dict[str, tuple[str, ...]]:
+    """The rule texts in PyTorch and JAX spelling, in the names of `pool_names`."""
+    if kind == "max":
+        maxima = _TORCH_MAXIMA.format(rank=rank)
+        torch_rule = (
+            f"{maxima}z = torch.zeros_like(xp).flatten(2).scatter_add(2, at.flatten(2), "
+            "g.movedim(channels, 1).flatten(2)); "
+            "torch.nn.functional.pad(z.view_as(xp), [-p for p in torch_pads]).movedim(1, channels)"
+        )
+        torch_jvp = (
+            f"{maxima}torch.nn.functional.pad(t.movedim(channels, 1), torch_pads).flatten(2)"
+            ".gather(2, at.flatten(2)).view_as(at).movedim(1, channels)"
+        )
+        jax_rule = (
+            f"{_JAX_MAXIMA}jnp.zeros(x.size, g.dtype).at[at.ravel()].add(g.ravel())"
+            ".reshape(x.shape)"
+        )
+        jax_jvp = f"{_JAX_MAXIMA}t.ravel()[at]"
+    else:
+        avg = _TORCH_AVG.format(rank=rank)
+        torch_rule = f"{avg}torch.func.vjp(pool, x)[1](g / pool(torch.ones_like(x)))[0]"
+        torch_jvp = f"{avg}pool(t) / pool(torch.ones_like(t))"
+        jax_rule = f"{_JAX_AVG}jax.vjp(pool, x)[1](g / pool(jnp.ones_like(x)))[0]"
+        jax_jvp = f"{_JAX_AVG}pool(t) / pool(jnp.ones_like(t))"
+    return {"torch_rules": (torch_rule,), "torch_jvp_rules": (torch_jvp,),
+            "jax_rules": (jax_rule,), "jax_jvp_rules": (jax_jvp,)}  # fmt: skip
 
 
 def _texts(kind: str, rank: int) -> dict[str, tuple[str, ...]]:
     """Rule texts in the names of `pool_names` (channels-last layouts in TensorFlow's)."""
-    axes = ", ".join(str(a) for a in _window_axes(rank))
+    axes = ", ".join(str(a) for a in window_axes(rank))
     new = ", ".join(["None"] * rank)
     view = "np.lib.stride_tricks.sliding_window_view"
     lift = (lambda a: f"{a}[:, None]") if rank == 1 else (lambda a: a)
@@ -315,14 +287,13 @@ def _texts(kind: str, rank: int) -> dict[str, tuple[str, ...]]:
             "ksize=tf_ksize, strides=tf_strides, padding=padding)"
         )
         tf_jvp = f"tf.nn.avg_pool{rank}d(t, ksize, strides, padding)"
-    unwritten = ("torch_rules", "torch_jvp_rules", "jax_rules", "jax_jvp_rules")
     return {"rules": (rule,), "tf_rules": (tf_rule,), "jvp_rules": (jvp,),
-            "tf_jvp_rules": (tf_jvp,), **dict.fromkeys(unwritten, (None,))}  # fmt: skip
+            "tf_jvp_rules": (tf_jvp,), **_library_texts(kind, rank)}  # fmt: skip
 
 
 def _declare(kind: str, rank: int) -> None:
     name = f"{kind}_pool{rank}d"
-    fmt = _FORMATS[rank][0]
+    fmt = FORMATS[rank][0]
     attrs = {"ksize": None, "strides": None, "padding": "VALID", "data_format": fmt}
     if kind == "max":
         forward, kink = _max_pool(rank), "window"
@@ -340,7 +311,7 @@ def _declare(kind: str, rank: int) -> None:
         tf_name=f"tf.nn.{name} (NCHW/NCW through transposes: TensorFlow's CPU kernels are NHWC)",
         doc=doc, kink=kink,
         attr_choices={"ksize": (1, 2, 3), "strides": (None, 1, 2), "padding": ("VALID", "SAME"),
-                      "data_format": _FORMATS[rank]},
+                      "data_format": FORMATS[rank]},
         **_texts(kind, rank),
     ))  # fmt: skip
 
@@ -349,8 +320,8 @@ def window_ties(x, ksize, strides, padding, data_format, rank):
     """Elements of x tied for the maximum of some window (a max-pool's tie)."""
     geo = geometry(tuple(x.shape), ksize, strides, padding, data_format, rank)
     w = windows(x, geo, -np.inf)
-    winners = w == np.max(w, axis=_window_axes(rank), keepdims=True)
-    tied = winners & (np.sum(winners, axis=_window_axes(rank), keepdims=True) > 1)
+    winners = w == np.max(w, axis=window_axes(rank), keepdims=True)
+    tied = winners & (np.sum(winners, axis=window_axes(rank), keepdims=True) > 1)
     return _scatter_shares(tied.astype(np.float64), x.shape, geo) > 0
 
 
@@ -359,32 +330,32 @@ def window_distance(x, ksize, strides, padding, data_format, rank):
     window's sole maximum and no other's runner-up, else the least gap to a maximum."""
     geo = geometry(tuple(x.shape), ksize, strides, padding, data_format, rank)
     w = windows(x, geo, -np.inf)
-    best = np.max(w, axis=_window_axes(rank), keepdims=True)
+    best = np.max(w, axis=window_axes(rank), keepdims=True)
     behind = best - w
     winners = behind == 0
-    tied = winners & (np.sum(winners, axis=_window_axes(rank), keepdims=True) > 1)
+    tied = winners & (np.sum(winners, axis=window_axes(rank), keepdims=True) > 1)
     per_window = np.where(winners & ~tied, np.inf, behind)
     return _scatter_min(per_window, x.shape, geo)
 
 
 def _scatter_shares(shares, shape: Shape, geo: Geometry):
-    padded = np.zeros([n + sum(p) for n, p in zip(shape, _pad_width(len(shape), geo), strict=True)])
+    padded = np.zeros([n + sum(p) for n, p in zip(shape, pad_width(len(shape), geo), strict=True)])
     view = np.lib.stride_tricks.sliding_window_view(
         padded, geo.ksize, axis=geo.spatial, writeable=True
-    )[_strided(len(shape), geo)]
+    )[strided(len(shape), geo)]
     np.add.at(view, (), shares)
-    return padded[_unpadded(len(shape), geo, tuple(shape))]
+    return padded[unpadded(len(shape), geo, tuple(shape))]
 
 
 def _scatter_min(values, shape: Shape, geo: Geometry):
     padded = np.full(
-        [n + sum(p) for n, p in zip(shape, _pad_width(len(shape), geo), strict=True)], np.inf
+        [n + sum(p) for n, p in zip(shape, pad_width(len(shape), geo), strict=True)], np.inf
     )
     view = np.lib.stride_tricks.sliding_window_view(
         padded, geo.ksize, axis=geo.spatial, writeable=True
-    )[_strided(len(shape), geo)]
+    )[strided(len(shape), geo)]
     np.minimum.at(view, (), values)
-    return padded[_unpadded(len(shape), geo, tuple(shape))]
+    return padded[unpadded(len(shape), geo, tuple(shape))]
 
 
 for _rank in (2, 1):

@@ -80,8 +80,8 @@ Conventions shared by every declaration:
   mechanically (`ops.spelling`: ``np.`` to ``torch.`` or ``jnp.``, torch's ``dim=`` and
   ``keepdim=``), so an op declares only the texts that translation gets wrong; the tests
   evaluate every text, declared or translated, with real tensors of that library. A user
-  op gets no translation (nothing tests it): only the texts it declares. A text declared
-  None is one not written yet (a pooling's windows in PyTorch): fixes show NumPy's alone.
+  op gets no translation (nothing tests it): only the texts it declares; where it declares
+  none in an engine's spelling, fixes show NumPy's alone.
 * ``domain`` maps a parameter's name to the `Interval` its values are kept in when
   ``gradcheck fuzz`` generates cases: inside the op's domain and out of its steep
   regions (``log`` near 0, a denominator near 0, large exponents), where two correct
@@ -105,8 +105,13 @@ Conventions shared by every declaration:
   be: checked where the case gives them, a case error at the input's line otherwise;
   such a parameter takes only a fresh input in ``gradcheck fuzz``, made to comply.
 * The pools' rule texts also name ``ksize``/``strides`` (one per spatial axis), ``spatial``
-  (those axes), ``pad_width``, ``strided``, ``unpadded`` and ``tf_ksize``/``tf_strides``
+  (those axes), ``pad_width``, ``strided``, ``unpadded``, ``tf_ksize``/``tf_strides``,
+  ``channels``, ``torch_pads`` and ``window_dimensions``/``window_strides``
   (`ops.pooling.pool_names`); the norms' ``axis`` is the tuple of reduced axes.
+* The convolutions' PyTorch and JAX texts name ``stride`` and ``dilation`` (one per spatial
+  axis), ``pads`` (a ``(before, after)`` pair per spatial axis), ``torch_pads`` (those as
+  ``F.pad`` takes them), ``channels`` (x's channel axis), ``filter_axes`` (w's output and
+  input channel axes) and conv2d_transpose's ``output_padding`` (`ops.conv.conv_names`).
 * ``attr_choices`` maps an attribute to the values ``gradcheck fuzz`` tries for it, where
   its name says nothing the fuzzer knows (``axis``, ``keepdims``, ``perm``, ``shape`` and
   ``index`` it proposes itself): clip's bounds, cumsum's ``exclusive``, norm's ``ord``;
@@ -193,11 +198,11 @@ class Op:
     jvp_rules: tuple[str, ...] = ()  # each JVP as NumPy text ...
     tf_jvp_rules: tuple[str, ...] = ()  # ... and as TensorFlow text
     # The VJPs' and JVPs' texts in PyTorch and JAX spelling; left out, a builtin op's are
-    # its NumPy texts translated (see the module docstring); None: none written yet.
-    torch_rules: tuple[str | None, ...] = ()
-    jax_rules: tuple[str | None, ...] = ()
-    torch_jvp_rules: tuple[str | None, ...] = ()
-    jax_jvp_rules: tuple[str | None, ...] = ()
+    # its NumPy texts translated (see the module docstring).
+    torch_rules: tuple[str, ...] = ()
+    jax_rules: tuple[str, ...] = ()
+    torch_jvp_rules: tuple[str, ...] = ()
+    jax_jvp_rules: tuple[str, ...] = ()
     # Parameters that take integer inputs (indices, labels; SPEC §3.1): never
     # differentiated, so their VJP and JVP are None and their rule texts "".
     integer: tuple[str, ...] = ()

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...ops.pooling import geometry, windows
+from ...ops.pool_geometry import geometry, windows
 from .findings import Finding
 
 if TYPE_CHECKING:

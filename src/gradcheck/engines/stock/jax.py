@@ -36,7 +36,7 @@ import jax.scipy.linalg
 import jax.scipy.special
 import numpy as np
 
-from ...ops.pooling import geometry
+from ...ops.pool_geometry import geometry
 from .numpy_api import NumpyApiOps, np_axis
 from .numpy_api_conv import NumpyApiConvOps
 from .numpy_api_linalg import NumpyApiLinalgOps

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops.pooling import geometry
+from ...ops.pool_geometry import geometry
 
 
 class NumpyApiPoolOps:

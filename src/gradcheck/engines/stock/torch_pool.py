@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ...ops.pooling import geometry
+from ...ops.pool_geometry import geometry
 
 
 def _pool(kind: str, x, ksize, strides, padding, data_format, rank):

@@ -17,8 +17,9 @@ import numpy as np
 
 from ....ops.conv_geometry import Geometry, geometry, moved, relaid
 from ....ops.im2col import CONV, CONV_FILTER_GRAD, CONV_INPUT_GRAD
-from ....ops.pooling import _weights, pool_names, windows
-from ....ops.pooling import geometry as pool_geometry
+from ....ops.pool_geometry import geometry as pool_geometry
+from ....ops.pool_geometry import windows
+from ....ops.pooling import _weights, pool_names
 from ..rules import Fault
 
 # -- conv1d and conv2d -------------------------------------------------------------------
