@@ -221,4 +221,4 @@ def check_traced(
             result.status = "failed"
         ran = diagnose_run(ran, causes=diagnose)
     explain(result, traced.program)
-    return TracedCheck(ran, traced.program, traced.framework)
+    return TracedCheck(ran, traced.program, traced.framework, case_options)

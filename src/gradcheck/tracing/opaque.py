@@ -16,6 +16,8 @@ node, with mechanism `zero`, and is named for what it is.
 
 from __future__ import annotations
 
+import io
+import tokenize
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +44,7 @@ class OpaqueOp:
     label: str  # "MyTanh (a torch.autograd.Function)", "aten.atan", "`.detach()`"
     where: Where | None = None
     calls: list[Where] = field(default_factory=list)  # the lines that applied it
+    call: Any = None  # the framework's description of what it calls (saved with the case)
     # argument shapes seen -> the output's shape (a tuple of shapes for several outputs)
     shapes: dict[tuple[Shape, ...], Any] = field(default_factory=dict)
 
@@ -126,6 +129,46 @@ def _shape_by_running(
     if isinstance(out, tuple):
         return tuple(tuple(np.shape(o)) for o in out)
     return tuple(np.shape(out))
+
+
+def rule_texts(op: Op, params: Sequence[str]) -> tuple[list[str], dict[str, tuple]]:
+    """The parameter names and every rule text of `op`, in each spelling, for an opaque op
+    whose forward is `op` and whose own parameters are `params` (the user's names, where
+    they clash with none the texts use: `g`, `y`, `t`, ...; else `op`'s)."""
+    fields = {("rev", "numpy"): "rules", ("rev", "tensorflow"): "tf_rules",
+              ("rev", "torch"): "torch_rules", ("rev", "jax"): "jax_rules",
+              ("fwd", "numpy"): "jvp_rules", ("fwd", "tensorflow"): "tf_jvp_rules",
+              ("fwd", "torch"): "torch_jvp_rules", ("fwd", "jax"): "jax_jvp_rules"}  # fmt: skip
+    texts = {}
+    for (mode, spelling), key in fields.items():
+        said = tuple(op.rule(i, spelling, mode) for i in range(len(op.params)))
+        if all(said):
+            texts[key] = said
+    used = {name for said in texts.values() for text in said for name in _names(text)}
+    renamed = dict(zip(op.params, params, strict=True))
+    if set(params) & (used - set(op.params)) or len(set(params)) != len(params):
+        return list(op.params), texts  # the user's names would read as something else
+    return list(params), {k: tuple(_renamed(t, renamed) for t in v) for k, v in texts.items()}
+
+
+def _names(text: str) -> set[str]:
+    return {tok.string for tok in _tokens(text) if tok.type == tokenize.NAME}
+
+
+def _tokens(text: str) -> list[tokenize.TokenInfo]:
+    return list(tokenize.generate_tokens(io.StringIO(text).readline))
+
+
+def _renamed(text: str, renamed: dict[str, str]) -> str:
+    """`text` (one line) with its variables renamed, not attributes (`np.swapaxes` stays)."""
+    out, at, previous = [], 0, None
+    for tok in _tokens(text):
+        if tok.type == tokenize.NAME and tok.string in renamed and previous != ".":
+            start, end = tok.start[1], tok.end[1]
+            out += [text[at:start], renamed[tok.string]]
+            at = end
+        previous = tok.string
+    return "".join([*out, text[at:]])
 
 
 # -- the stop ops ----------------------------------------------------------------------

@@ -103,6 +103,20 @@ class Program:
         self.bindings.append(Binding(name, text, made_by, where))
         return name
 
+    def mark(self) -> tuple[int, int]:
+        """Where the program is: `rollback` takes it back there."""
+        return len(self.bindings), len(self.inputs)
+
+    def rollback(self, mark: tuple[int, int]) -> None:
+        """Drop the bindings and inputs added since `mark` (a mapping that gave up)."""
+        bindings, inputs = mark
+        for b in self.bindings[bindings:]:
+            self._taken.discard(b.name)
+        for name in list(self.inputs)[inputs:]:
+            self._taken.discard(name)
+            del self.inputs[name]
+        del self.bindings[bindings:]
+
     @property
     def source(self) -> str:
         """The expression: one binding per line, each with the line that made it, then the

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..api.results import CheckResult
 
@@ -22,13 +22,16 @@ class TracedCheck(CheckResult):
     the report in any of `gradcheck run`'s formats, and `save_case(path)` writes the
     check as a case file."""
 
-    __slots__ = ("framework", "program", "run")
+    __slots__ = ("framework", "options", "program", "run")
 
-    def __init__(self, run: RunResult, program: Program, framework: str) -> None:
+    def __init__(
+        self, run: RunResult, program: Program, framework: str, options: dict[str, Any]
+    ) -> None:
         super().__init__(run.cases[0])
         self.run = run
         self.program = program
         self.framework = framework
+        self.options = options  # the case keys the check was given (seed, tolerance, ...)
 
     @property
     def notes(self) -> list[str]:

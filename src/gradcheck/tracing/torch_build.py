@@ -18,10 +18,11 @@ import numpy as np
 import torch
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
-from .opaque import OpaqueOp, declare, stop_op
+from .opaque import OpaqueOp, stop_op
 from .program import Program, TraceError, Where, call, numpy_dtype
 from .torch_aten import ATEN, Emit, Unmapped, V, bound
-from .torch_rules import backward_line, param_names, right_vjp, rule_texts, runner, single_op
+from .torch_opaque import OpaqueCall, T, declare_call, param_names
+from .torch_rules import single_op
 from .torch_trace import Live, Recorded, Trace, numpy_of
 
 
@@ -37,6 +38,7 @@ class Builder:
         self.constants: dict[tuple[int, int], str] = {}
         self.opaque: dict[tuple, OpaqueOp] = {}
         self.methods: dict[str, Callable[..., Any]] = {}
+        self.needed: set[int] = set()  # the tokens the outputs depend on
 
     # -- the walk ------------------------------------------------------------------------
     def build(self, outputs: list[torch.Tensor]) -> None:
@@ -54,6 +56,7 @@ class Builder:
                 needed.update(v.token for v in tree_flatten((r.args, r.kwargs))[0]
                               if isinstance(v, Live))  # fmt: skip
         kept.reverse()
+        self.needed = needed
         last = {_line_key(r): r for r in kept}
         for r in kept:
             self._write(r, named=last[_line_key(r)] is r)
@@ -100,14 +103,16 @@ class Builder:
             tree_flatten((r.args, r.kwargs))[1],
         )
         emit = Emit(self._bind_part(r), self._constant)
+        mark = self.program.mark()
         try:
             out = entry(emit, bound(r.func, *arguments, shapes))
+            texts = out if isinstance(out, list) else [out]
+            if any(tok in self.needed and (k >= len(texts) or texts[k] is None)
+                   for k, tok in enumerate(r.outputs)):  # fmt: skip
+                raise Unmapped("an output it has no op for is used")
         except Unmapped as why:
+            self.program.rollback(mark)  # what the entry wrote before it gave up
             return self._opaque(r, reason=str(why))
-        texts = out if isinstance(out, list) else [out]
-        if any((tok is not None and k >= len(texts)) or texts[k] is None
-               for k, tok in enumerate(r.outputs)):  # fmt: skip
-            return self._opaque(r, reason="an output it has no op for is used")
         return texts
 
     def _bind_part(self, r: Recorded) -> Callable[[str, str], str]:
@@ -151,20 +156,20 @@ class Builder:
     # -- opaque nodes --------------------------------------------------------------------
     def _opaque(self, r: Recorded, reason: str | None) -> list[str | None]:
         leaves, spec = tree_flatten((r.args, r.kwargs))
-        slots = [i for i, v in enumerate(leaves) if isinstance(v, (Live, torch.Tensor))]
-        fixed = tuple("tensor" if i in slots else repr(v) for i, v in enumerate(leaves))
-        key = (r.func, fixed, str(spec))
+        tensors = [v for v in leaves if isinstance(v, (Live, torch.Tensor))]
+        template = [T(tensors.index(v)) if any(v is t for t in tensors) else v for v in leaves]
+        args, kwargs = tree_unflatten(template, spec)
+        key = (r.func, repr((args, kwargs)))
         if key not in self.opaque:
-            self.opaque[key] = self._declare(r, leaves, spec, slots, reason)
+            self.opaque[key] = self._declare(r, args, kwargs, tensors, reason)
         opaque = self.opaque[key]
         if r.where is not None:
             opaque.calls.append(r.where)
-        args = [self._argument(leaves[i], r) for i in slots]
-        shapes = tuple(tuple(np.shape(self._array(leaves[i]))) for i in slots)
+        shapes = tuple(tuple(self._array(v).shape) for v in tensors)
         outs = [tuple(t.shape) for t, tok in zip(r.out_tensors, r.outputs, strict=True)
                 if tok is not None]  # fmt: skip
         opaque.shapes[shapes] = tuple(outs) if len(outs) > 1 else outs[0]
-        text = call(opaque.op.name, *args)
+        text = call(opaque.op.name, *(self._argument(v, r) for v in tensors))
         floats = [k for k, tok in enumerate(r.outputs) if tok is not None]
         if len(floats) == 1:
             return [text if k == floats[0] else None for k in range(len(r.outputs))]
@@ -177,56 +182,29 @@ class Builder:
             return self._read(leaf.token, r.grad_enabled, r.where)
         return self._constant_of(leaf)
 
-    def _array(self, leaf: Any) -> Any:
+    def _array(self, leaf: Any) -> torch.Tensor:
         return self.trace.tensors[leaf.token] if isinstance(leaf, Live) else leaf
 
-    def _declare(self, r: Recorded, leaves: list, spec: Any, slots: list[int],
-                 reason: str | None) -> OpaqueOp:  # fmt: skip
-        integer = {i for i in slots if not _floating(self._array(leaves[i]))}
-        params = param_names(r, leaves, slots)
-        fn = runner(r, leaves, spec, slots)
-        plain = runner(r, leaves, spec, slots, plain=True)
+    def _declare(
+        self, r: Recorded, args: tuple, kwargs: dict, tensors: list, reason: str | None
+    ) -> OpaqueOp:
+        integer = [k for k, v in enumerate(tensors) if not self._array(v).is_floating_point()]
         count = sum(1 for t in r.outputs if t is not None)
-
-        def forward(*arrays: np.ndarray) -> Any:
-            tensors = [torch.from_numpy(np.ascontiguousarray(a)) for a in arrays]
-            with torch.no_grad():
-                outs = fn(tensors)
-            values = tuple(o.detach().to(torch.float64).numpy() for o in outs)
-            return values if count > 1 else values[0]
-
-        def method(engine: Any, *tensors: torch.Tensor) -> Any:
-            outs = fn(list(tensors))
-            return tuple(outs) if count > 1 else outs[0]
-
-        texts: dict[str, tuple] = {}
-        if r.function:
-            cls = r.func
-            name, kind = cls.__name__, "function"
-            label = f"{cls.__name__} (a torch.autograd.Function)"
-            where = backward_line(cls)
-            same = single_op(r, [i for i in slots if i not in integer])
-            if same is not None and len(same.params) == len(slots):
-                params, texts = list(same.params), rule_texts(same)
-                label += f", whose forward is {same.name}"
-        else:
-            name, kind = f"aten_{r.func.overloadpacket.__name__}", "framework"
-            label = f"aten.{r.func.overloadpacket.__name__}"
-            where = r.where
+        params = param_names(r.func, args, kwargs, len(tensors))
+        floats = [k for k in range(len(tensors)) if k not in integer]
+        same = single_op(r, floats) if r.function else None
+        if same is not None and len(same.params) != len(tensors):
+            same = None
+        opaque_call = OpaqueCall(r.func, args, kwargs, params, integer, count,
+                                 same.name if same else None)  # fmt: skip
+        opaque = declare_call(opaque_call, r.where)
+        if not r.function:
             self.program.notes.append(
-                f"{label}{f' at {r.where}' if r.where else ''} maps to no gradcheck op "
+                f"{opaque.label}{f' at {r.where}' if r.where else ''} maps to no gradcheck op "
                 f"({reason}): checked as one opaque node, by finite differences of "
                 "PyTorch's forward"
             )
-        floats = [k for k, i in enumerate(slots) if i not in integer]
-        opaque = declare(
-            name, params=params, forward=forward, method=method, kind=kind,
-            label=label, where=where, integer=[params[slots.index(i)] for i in integer],
-            outputs=count if count > 1 else None,
-            vjps=[right_vjp(plain, k, count) if k in floats else None for k in range(len(slots))],
-            texts=texts,
-        )  # fmt: skip
-        self.methods[opaque.op.name] = method
+        self.methods[opaque.op.name] = opaque.method
         self.program.opaque[opaque.op.name] = opaque
         return opaque
 

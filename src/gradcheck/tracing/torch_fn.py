@@ -14,6 +14,7 @@ from torch.utils._pytree import tree_flatten
 from .checking import Traced
 from .program import TraceError
 from .torch_build import Builder
+from .torch_opaque import engine_class
 from .torch_trace import Trace, new_program, numpy_of, prepare, recording
 
 
@@ -51,7 +52,7 @@ def trace(
     builder = Builder(recorder, program, names)
     builder.build(outputs)
     program.notes[:0] = recorder.notes
-    engine = _engine(builder.methods, _name(fn))
+    engine = engine_class(builder.methods, _name(fn))
     wrt = [t for _, t, differentiable in inputs.named if differentiable]
 
     def own_grads(cotangent: np.ndarray) -> list[np.ndarray]:
@@ -85,18 +86,3 @@ def _outputs(out: Any) -> list[torch.Tensor]:
 def _name(fn: Any) -> str:
     name = type(fn).__name__ if isinstance(fn, torch.nn.Module) else getattr(fn, "__name__", "")
     return name if name.isidentifier() and name != "<lambda>" else "fn"
-
-
-def _engine(methods: dict[str, Callable[..., Any]], name: str) -> type:
-    """The stock PyTorch adapter with the opaque ops' and the stop ops' methods."""
-    from ..engines.stock.torch import TorchEngine
-
-    cut = {"detach": _cut, "no_grad": _cut}
-    return type("TracedTorchEngine", (TorchEngine,), {
-        "name": f"torch ({name}, traced)", **cut, **methods,
-        "__doc__": f"{name}, replayed node by node through PyTorch",
-    })  # fmt: skip
-
-
-def _cut(engine: Any, x: torch.Tensor) -> torch.Tensor:
-    return x.detach()

@@ -39,6 +39,12 @@ _SKIPPED = (
     "<frozen",
 )
 _VALUE_READS = {"_local_scalar_dense", "is_nonzero", "item", "equal"}
+# Ops whose result depends on their tensor arguments' shapes, not their values: a
+# constant, whatever they are given (an in-place one makes its tensor one).
+_SHAPE_ONLY = {
+    "empty_like", "zeros_like", "ones_like", "full_like", "new_empty", "new_zeros",
+    "new_ones", "new_full", "new_empty_strided", "fill_", "zero_",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,7 @@ class Trace:
     tensors: dict[int, torch.Tensor] = field(default_factory=dict)  # token -> its tensor
     inputs: dict[int, str] = field(default_factory=dict)  # token of an input -> its name
     kept: list[Any] = field(default_factory=list)  # every tensor seen: ids stay unique
+    derived: set[int] = field(default_factory=set)  # ids of int/bool results of live values
     notes: list[str] = field(default_factory=list)
     random: list[tuple[str, Where | None]] = field(default_factory=list)
     opaque_depth: int = 0
@@ -102,7 +109,16 @@ class Trace:
     ) -> None:  # fmt: skip
         leaves, spec = tree_flatten((args, kwargs))
         if not any(isinstance(v, torch.Tensor) and id(v) in self.live for v in leaves):
+            if any(isinstance(v, torch.Tensor) and id(v) in self.derived for v in leaves):
+                self._derive(out)  # an index or mask computed from the inputs
             return  # a constant's computation
+        if not function and (
+            func.overloadpacket.__name__ in _SHAPE_ONLY
+            or torch.Tag.nondeterministic_seeded in func.tags  # random draws: constants
+        ):
+            for t in tree_flatten(out)[0]:
+                self.live.pop(id(t), None)
+            return
         where = user_line()
         if not function and torch.Tag.inplace in func.tags and args[0]._is_view():
             raise TraceError(
@@ -117,11 +133,18 @@ class Trace:
             floating = isinstance(t, torch.Tensor) and t.is_floating_point()
             outputs.append(self.token_of(t) if floating else None)
             tensors.append(t if isinstance(t, torch.Tensor) else None)
+        self._derive(out)
         self.recorded.append(
             Recorded(
                 func, *converted, outputs, tensors, torch.is_grad_enabled(), where, function, inner
             )
         )
+
+    def _derive(self, out: Any) -> None:
+        for t in tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor) and not t.is_floating_point():
+                self.derived.add(id(t))
+                self.kept.append(t)
 
 
 class _Recorder(TorchDispatchMode):
@@ -143,7 +166,8 @@ class _Recorder(TorchDispatchMode):
                     trace.inner = None
             return out
         if func.overloadpacket.__name__ in _VALUE_READS and any(
-            isinstance(a, torch.Tensor) and id(a) in trace.live for a in args
+            isinstance(a, torch.Tensor) and (id(a) in trace.live or id(a) in trace.derived)
+            for a in args
         ):
             where = user_line()
             trace.notes.append(

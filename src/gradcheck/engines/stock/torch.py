@@ -119,6 +119,8 @@ class TorchEngine(
         cotangent: np.ndarray,
         create_graph: bool = False,
     ) -> list[Any]:
+        if create_graph:
+            _refuse_once_differentiable(output)
         if not output.requires_grad:  # depends on none of wrt: zero, as TensorFlow says
             return [torch.zeros_like(t) if create_graph else np.zeros(t.shape, _to_numpy(t).dtype)
                     for t in wrt]  # fmt: skip
@@ -282,6 +284,28 @@ def _to_numpy(tensor: torch.Tensor) -> np.ndarray:
 
         return tensor.float().numpy().astype(ml_dtypes.bfloat16)
     return tensor.numpy().copy()
+
+
+def _refuse_once_differentiable(output: torch.Tensor) -> None:
+    """SPEC §12: second order through a Function whose backward is @once_differentiable is
+    unsupported, in torch's words (torch would give zeros, or a grad that is no node)."""
+    seen, stack = set(), [output.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        backward = getattr(getattr(node, "_forward_cls", None), "backward", None)
+        code = getattr(backward, "__code__", None)
+        if code is not None and code.co_filename.endswith(
+            ("autograd/function.py", "autograd\\function.py")
+        ):
+            name = node._forward_cls.__name__
+            raise NotImplementedError(
+                f"{name}'s backward is marked @once_differentiable: PyTorch cannot "
+                "differentiate it again (second order)"
+            )
+        stack.extend(next_fn for next_fn, _ in node.next_functions)
 
 
 def _said(error: BaseException | None) -> BaseException | None:
