@@ -48,7 +48,7 @@ def _diagonal(e: Emit, a: dict) -> str:
     return call("diag_part", x.text)
 
 
-ATEN["linalg_inv_ex"] = lambda e, a: [call("inv", a["self"].text), None]
+ATEN["linalg_inv_ex"] = lambda e, a: [call("inv", a["A"].text), None]
 ATEN["_linalg_det"] = lambda e, a: [call("det", a["A"].text), None, None]
 
 

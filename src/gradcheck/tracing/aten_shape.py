@@ -137,7 +137,7 @@ def _split(e: Emit, a: dict) -> list:
         parts = e.bind(call("unstack", x.text, axis=dim), "parts")
     else:
         sizes = [s[dim] for s in outs]
-        parts = e.bind(call("split", x.text, sizes, axis=dim), "parts")
+        parts = e.bind(call("split", x.text, num_or_sizes=sizes, axis=dim), "parts")
     return [f"{parts}[{i}]" for i in range(len(outs))]
 
 

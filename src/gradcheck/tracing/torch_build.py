@@ -113,6 +113,9 @@ class Builder:
         except Unmapped as why:
             self.program.rollback(mark)  # what the entry wrote before it gave up
             return self._opaque(r, reason=str(why))
+        except Exception as e:  # a gap in gradcheck's table: the node is still checked
+            self.program.rollback(mark)
+            return self._opaque(r, reason=f"gradcheck's mapping of it failed: {e!r}")
         return texts
 
     def _bind_part(self, r: Recorded) -> Callable[[str, str], str]:

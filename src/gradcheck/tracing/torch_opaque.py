@@ -24,6 +24,7 @@ from ..api.engines import relative
 from ..ops import get_op
 from .opaque import OpaqueOp, declare, rule_texts
 from .program import Where
+from .torch_trace import takes_no_ctx
 
 
 @dataclass(frozen=True)
@@ -88,17 +89,9 @@ def fill(template: Any, tensors: Sequence[torch.Tensor]) -> Any:
 
 def _forward_alone(cls: Any, args: tuple, kwargs: dict) -> Any:
     """A Function's forward called as a plain function, so autograd records its ops."""
-    if _takes_no_ctx(cls):
+    if takes_no_ctx(cls):
         return cls.forward(*args, **kwargs)
     return cls.forward(torch.autograd.function.FunctionCtx(), *args, **kwargs)
-
-
-def _takes_no_ctx(cls: Any) -> bool:
-    """A Function written with `setup_context`: its forward has no ctx parameter."""
-    return cls.__dict__.get("setup_context") is not None or any(
-        "setup_context" in base.__dict__ for base in cls.__mro__[1:-1]
-        if base is not torch.autograd.Function and issubclass(base, torch.autograd.Function)
-    )  # fmt: skip
 
 
 def declare_call(call: OpaqueCall, where: Where | None, name: str | None = None) -> OpaqueOp:
@@ -186,7 +179,7 @@ def param_names(target: Any, args: tuple, kwargs: dict, count: int) -> list[str]
             names = list(inspect.signature(target.forward).parameters)
         except (TypeError, ValueError):
             names = []
-        names = names if _takes_no_ctx(target) else names[1:]  # after ctx
+        names = names if takes_no_ctx(target) else names[1:]  # after ctx
         picked = [names[i] for i in slots if i < len(names)]
         if (
             len(picked) == count

@@ -5,9 +5,9 @@ autograd, so every op arrives as the ATen op it is (``F.linear`` as ``t`` and ``
 ``nn.LayerNorm`` as ``native_layer_norm``), as ``make_fx`` sees them, and with the grad
 mode it ran in (``torch.no_grad()`` is seen). Only the ops that depend on a differentiated
 input are recorded; what depends on none (a mask, an ``arange``, a parameter left out)
-is a constant, its value taken when an op uses it. ``torch.autograd.Function.apply`` is
-patched while the function runs, so a custom Function is one opaque node (its forward's
-ops are not recorded) whose gradient is the user's backward.
+is a constant, its value taken when an op uses it. Every custom Function's forward is
+wrapped while the function runs, so a custom Function is one opaque node (its forward's
+ops are recorded apart) whose gradient is the user's backward.
 
 The recorded ops the output needs are then written out (`torch_aten.ATEN` maps each ATen
 op onto registry ops; one it cannot is an opaque node, checked by finite differences).
@@ -65,10 +65,18 @@ class Recorded:
     kwargs: dict
     outputs: list[int | None]
     out_tensors: list[torch.Tensor | None]
-    grad_enabled: bool
+    grad_mode: bool  # as the op ran (a Function's forward runs with it off: see below)
     where: Where | None
     function: bool = False  # a torch.autograd.Function's apply
     inner: Trace | None = None  # a Function's forward, traced on its own
+
+    @property
+    def grad_enabled(self) -> bool:
+        """Whether the op ran with grad on: a Function's outputs require grad where its
+        apply did (its forward itself always runs with it off)."""
+        if self.function:
+            return any(t is not None and t.requires_grad for t in self.out_tensors)
+        return self.grad_mode
 
 
 @dataclass
@@ -184,36 +192,69 @@ _ACTIVE: list[Trace] = []
 
 @contextmanager
 def recording(trace: Trace) -> Iterator[None]:
-    """Record the ATen ops run inside, a custom Function as one op."""
-    function_cls = torch.autograd.Function
-    original = function_cls.__dict__["apply"]
+    """Record the ATen ops run inside, a custom Function as one op.
 
-    def apply(cls: type, *args: Any, **kwargs: Any) -> Any:
-        active = _ACTIVE[-1] if _ACTIVE else None
-        if active is None or active.opaque_depth:
-            return original.__func__(cls, *args, **kwargs)
-        inner = Trace()
-        for leaf in tree_flatten((args, kwargs))[0]:
-            if isinstance(leaf, torch.Tensor) and leaf.is_floating_point():
-                inner.inputs[inner.token_of(leaf)] = ""
-        active.opaque_depth += 1
-        active.inner = inner
-        try:
-            out = original.__func__(cls, *args, **kwargs)
-        finally:
-            active.opaque_depth -= 1
-            inner, active.inner = active.inner, None
-        active.record(cls, args, kwargs, out, function=True, inner=inner)
-        return out
-
-    function_cls.apply = classmethod(apply)
+    A Function is caught at its forward, which autograd looks up on the class at each
+    apply: every Function class's forward is wrapped while the function runs, so an apply
+    bound before (``isrlu = ISRLU.apply``, a common idiom) is caught too."""
+    wrapped = {cls: cls.__dict__.get("forward") for cls in _functions()}
+    for cls in wrapped:
+        cls.forward = staticmethod(_caught(cls, cls.forward))
     _ACTIVE.append(trace)
     try:
         with _Recorder(trace):
             yield
     finally:
         _ACTIVE.pop()
-        function_cls.apply = original
+        for cls, original in wrapped.items():
+            if original is None:
+                del cls.forward
+            else:
+                cls.forward = original
+
+
+def takes_no_ctx(cls: type) -> bool:
+    """A Function written with `setup_context`: its forward has no ctx parameter."""
+    base = torch.autograd.Function
+    return any(
+        "setup_context" in c.__dict__ for c in cls.__mro__ if issubclass(c, base) and c is not base
+    )
+
+
+def _functions() -> Iterator[type]:
+    """Every subclass of torch.autograd.Function defined so far."""
+    stack = [torch.autograd.Function]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            stack.append(sub)
+            yield sub
+
+
+def _caught(cls: type, forward: Callable[..., Any]) -> Callable[..., Any]:
+    """`cls`'s forward, recording the apply it runs for as one op of the active trace (its
+    own ops recorded apart, `Trace.inner`)."""
+    no_ctx = takes_no_ctx(cls)
+
+    def caught(*args: Any, **kwargs: Any) -> Any:
+        active = _ACTIVE[-1] if _ACTIVE else None
+        if active is None or active.opaque_depth:
+            return forward(*args, **kwargs)
+        given = args if no_ctx else args[1:]
+        inner = Trace()
+        for leaf in tree_flatten((given, kwargs))[0]:
+            if isinstance(leaf, torch.Tensor) and leaf.is_floating_point():
+                inner.inputs[inner.token_of(leaf)] = ""
+        active.opaque_depth += 1
+        active.inner = inner
+        try:
+            out = forward(*args, **kwargs)
+        finally:
+            active.opaque_depth -= 1
+            inner, active.inner = active.inner, None
+        active.record(cls, tuple(given), kwargs, out, function=True, inner=inner)
+        return out
+
+    return caught
 
 
 def user_line() -> Where | None:
