@@ -12,10 +12,9 @@ import pytest
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-import traced_functions as tf  # noqa: E402
-
 import gradcheck  # noqa: E402
 import gradcheck.torch as gt  # noqa: E402
+import traced_functions as tf  # noqa: E402
 from gradcheck.tracing.program import TraceError  # noqa: E402
 
 D = torch.float64
@@ -43,38 +42,77 @@ CORRECT = {
     "cnn": lambda: (module(tf.CNN), randn(2, 2, 8, 8), torch.tensor([1, 3])),
     "norms": lambda: (module(tf.Normed), randn(4, 6)),
     "elementwise": lambda: (
-        lambda x: (x.exp() + x.sin() * x.cos() - x.abs().sqrt() + torch.sigmoid(x) / 3
-                   + F.gelu(x) + F.silu(x) + F.elu(x) + F.leaky_relu(x, 0.1) + F.softplus(x)
-                   + x.clamp(-0.5, 0.5) + torch.where(x > 0, x, x * x) + x**3 - 1 / (2 + x)
-                   + torch.erf(x) + torch.log1p(x * x)).sum(),
+        lambda x: (
+            x.exp()
+            + x.sin() * x.cos()
+            - x.abs().sqrt()
+            + torch.sigmoid(x) / 3
+            + F.gelu(x)
+            + F.silu(x)
+            + F.elu(x)
+            + F.leaky_relu(x, 0.1)
+            + F.softplus(x)
+            + x.clamp(-0.5, 0.5)
+            + torch.where(x > 0, x, x * x)
+            + x**3
+            - 1 / (2 + x)
+            + torch.erf(x)
+            + torch.log1p(x * x)
+        ).sum(),
         randn(3, 4),
-    ),  # fmt: skip
+    ),
     "reductions": lambda: (
-        lambda x: x.sum(1).prod() + x.mean() + x.var(0).sum() + x.std() + x.amax(1).sum()
-        + torch.logsumexp(x, 0).sum() + x.norm() + torch.linalg.vector_norm(x, 1)
-        + x.cumsum(1).sum() + F.softmax(x, 1)[0, 0] + F.log_softmax(x, 0).sum(),
+        lambda x: (
+            x.sum(1).prod()
+            + x.mean()
+            + x.var(0).sum()
+            + x.std()
+            + x.amax(1).sum()
+            + torch.logsumexp(x, 0).sum()
+            + x.norm()
+            + torch.linalg.vector_norm(x, 1)
+            + x.cumsum(1).sum()
+            + F.softmax(x, 1)[0, 0]
+            + F.log_softmax(x, 0).sum()
+        ),
         randn(3, 4),
     ),
     "shapes": lambda: (
-        lambda x: (torch.cat([x, x.flip(0)], 1).T.reshape(2, -1)[:, 1:5].unsqueeze(0)
-                   .expand(3, 2, 4).permute(2, 0, 1).roll(1, 0).repeat(1, 2, 1)
-                   * torch.stack([x[0], x[1]]).sum()).sum()
-        + F.pad(x, (1, 2)).sum() + sum(p.sum() * k for k, p in enumerate(x.split([1, 3], 1)))
-        + x.unbind(0)[2].sum(),
+        lambda x: (
+            (
+                torch.cat([x, x.flip(0)], 1)
+                .T.reshape(2, -1)[:, 1:5]
+                .unsqueeze(0)
+                .expand(3, 2, 4)
+                .permute(2, 0, 1)
+                .roll(1, 0)
+                .repeat(1, 2, 1)
+                * torch.stack([x[0], x[1]]).sum()
+            ).sum()
+            + F.pad(x, (1, 2)).sum()
+            + sum(p.sum() * k for k, p in enumerate(x.split([1, 3], 1)))
+            + x.unbind(0)[2].sum()
+        ),
         randn(3, 4),
-    ),  # fmt: skip
+    ),
     "gathers": lambda: (
-        lambda x, idx: (x[idx] * 2).sum() + torch.gather(x, 1, idx[:, None]).sum()
-        + F.embedding(idx, x).pow(2).sum(),
+        lambda x, idx: (
+            (x[idx] * 2).sum()
+            + torch.gather(x, 1, idx[:, None]).sum()
+            + F.embedding(idx, x).pow(2).sum()
+        ),
         randn(3, 4),
         torch.tensor([0, 2, 2]),
     ),
     "linalg": lambda: (
-        lambda a, b: torch.linalg.solve(a @ a.T + 4 * torch.eye(3, dtype=D), b).sum()
-        + torch.linalg.inv(a + 4 * torch.eye(3, dtype=D)).trace()
-        + torch.linalg.slogdet(a @ a.T + torch.eye(3, dtype=D))[1]
-        + torch.linalg.cholesky(a @ a.T + torch.eye(3, dtype=D)).sum()
-        + torch.einsum("ij,jk->ik", a, b).sum() + torch.dot(a[0], a[1]),
+        lambda a, b: (
+            torch.linalg.solve(a @ a.T + 4 * torch.eye(3, dtype=D), b).sum()
+            + torch.linalg.inv(a + 4 * torch.eye(3, dtype=D)).trace()
+            + torch.linalg.slogdet(a @ a.T + torch.eye(3, dtype=D))[1]
+            + torch.linalg.cholesky(a @ a.T + torch.eye(3, dtype=D)).sum()
+            + torch.einsum("ij,jk->ik", a, b).sum()
+            + torch.dot(a[0], a[1])
+        ),
         randn(3, 3),
         randn(3, 2),
     ),
@@ -216,8 +254,8 @@ def test_a_branch_on_a_value_is_followed_and_said():
 
 
 def test_forward_mode_and_second_order_where_pytorch_does_them():
-    fn = lambda x, w: tf.Swish.apply(x @ w).sum()  # noqa: E731
-    result = gt.check(fn, randn(3, 4), randn(4, 2), modes=["rev", "fwd"], order=2)
+    result = gt.check(lambda x, w: tf.Swish.apply(x @ w).sum(), randn(3, 4), randn(4, 2),
+                      modes=["rev", "fwd"], order=2)  # fmt: skip
     assert result.passed, str(result)
     assert result.case.jvp and result.case.hvp
 

@@ -1,8 +1,9 @@
 """gradcheck: check any autodiff engine's gradients against TensorFlow and explain mismatches.
 
 The Python API (`gradcheck.api`): `check` one expression, `run` case files, `fuzz` an
-engine; `gradcheck.torch.check` and `gradcheck.jax.check` a framework's function, traced. User-defined ops (`gradcheck.ops.user`): `op` declares one, `Op`/`register_op`
-are the long form, `load_ops_files` loads ops files. Importing the package is cheap:
+engine; `gradcheck.torch.check` and `gradcheck.jax.check` a framework's function, traced.
+User-defined ops (`gradcheck.ops.user`): `op` declares one, `Op`/`register_op` are the
+long form, `load_ops_files` loads ops files. Importing the package is cheap:
 NumPy, the runner and TensorFlow are imported on first use.
 """
 
