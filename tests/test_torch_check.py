@@ -334,3 +334,49 @@ def test_the_reports_of_every_format(tmp_path):
 
 def test_gradcheck_torch_is_reached_from_the_package():
     assert gradcheck.torch.check is gt.check
+
+
+# -- saved as a case file ---------------------------------------------------------------
+
+
+def test_a_saved_check_runs_as_printed_and_says_the_same(tmp_path):
+    import shlex
+    import subprocess
+    import sys
+
+    result = gt.check(module(tf.WithTanh), randn(5, 3))
+    ops, case = result.save_case(tmp_path / "with_tanh.yaml")
+    assert (ops.name, case.name) == ("with_tanh_ops.py", "with_tanh.yaml")
+    command = case.read_text().splitlines()[1].lstrip("# ")
+    assert command == f"gradcheck run {case} --ops {ops} --engine {ops}:Engine"
+    ran = gradcheck.run(str(case), engine=f"{ops}:Engine", ops=[str(ops)], cache=False)
+    (again,) = ran.cases
+    mine, theirs = result.hints[0], again.hints[0]
+    assert (theirs.code, theirs.op, theirs.mechanism, theirs.got_rule) == (
+        mine.code, mine.op, mine.mechanism, mine.got_rule
+    )  # fmt: skip
+    assert [i.name for i in again.case.inputs if not i.comparison.passed] == [
+        name for name, i in result.inputs.items() if not i.passed
+    ]
+    argv = [sys.executable, "-m", *shlex.split(command)]  # `python -m gradcheck run ...`
+    printed = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert printed.returncode == 1, printed.stderr
+    assert "TanhNoSquare's VJP for argument 0" in printed.stdout
+
+
+def test_a_saved_check_with_nothing_opaque_needs_no_ops_file(tmp_path):
+    result = gt.check(module(tf.MLP), randn(5, 4), seed=7)
+    (case,) = result.save_case(tmp_path / "mlp.yaml")
+    text = case.read_text()
+    assert "--engine torch" in text.splitlines()[1] and "seed: 7" in text
+    ran = gradcheck.run(str(case), engine="torch", cache=False)
+    assert ran.passed and ran.cases[0].case.reference == "both"
+
+
+def test_a_saved_cut_keeps_its_cut(tmp_path):
+    result = gt.check(tf.detach_in_normaliser, randn(3, 4), randn(4, 5))
+    ops, case = result.save_case(tmp_path / "detach.yaml")
+    assert "stops=('detach',)" in ops.read_text()
+    ran = gradcheck.run(str(case), engine=f"{ops}:Engine", ops=[str(ops)], cache=False)
+    top = ran.cases[0].hints[0]
+    assert (top.op, top.mechanism) == ("detach", "zero")

@@ -430,3 +430,24 @@ def test_the_custom_op_example_passes_against_tensorflow_and_numeric(engine: str
         assert [(r.name, r.status) for r in results] == [(c.name, "passed") for c in items], [
             r.message for r in results
         ]
+
+
+@pytest.mark.parametrize(
+    ("engine", "said"),
+    [
+        ("torch_engine.py", "SmoothRelu (a torch.autograd.Function) has no forward-mode rule"),
+        ("jax_engine.py", "a jax.custom_vjp has no forward-mode rule"),
+    ],
+)
+def test_a_custom_gradient_without_forward_mode_is_unsupported_there(engine: str, said: str):
+    """SPEC §12: the stock adapters' custom ops under forward mode are unsupported for that
+    check, in the framework's words, never an error, and no message shows a rule as None;
+    reverse mode is still checked and passes."""
+    load_ops_files([SMOOTH_RELU_OPS])
+    factory = load_engine(str(EXAMPLE / engine))
+    options = RunOptions(reference="numeric", modes=("rev", "fwd"))
+    for case in load_file(EXAMPLE / "cases.yaml"):
+        result = check_case(case, factory, options)
+        assert result.status == "skipped", result.message
+        assert said in result.message and "None" not in result.message
+        assert all(i.comparison.passed for i in result.inputs)
