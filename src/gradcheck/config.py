@@ -29,6 +29,8 @@ Importing this module imports nothing heavy: the command line reads it before an
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
 import reprlib
 import stat
@@ -187,6 +189,14 @@ def _read(path: Path) -> dict[str, Any] | None:
     text = _text(path)
     if text is None:
         return None
+    table = _table(text, path)
+    return copy.deepcopy(table)  # the caller's own: the parsed one is kept for the next call
+
+
+@functools.lru_cache(maxsize=8)
+def _table(text: str, path: Path) -> dict[str, Any] | None:
+    """`_read`'s table of a file's text, parsed once per text: the API's calls read the
+    config file each time, and parsing a large pyproject.toml is what that costs."""
     try:
         import tomllib
     except ImportError:  # Python 3.10

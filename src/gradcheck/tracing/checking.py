@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..results import Hint
+from ..results import CaseResult, Hint
 from .program import Program, TraceError
 
 
@@ -69,25 +69,27 @@ def default_reference(program: Program) -> str:
         found = importlib.util.find_spec("tensorflow") is not None
     except (ImportError, ValueError):
         found = False
-    return "both" if found else "numeric"
+    return "tensorflow" if found else "numeric"
 
 
-def held_to_function(traced: Traced, case: Any) -> Hint | None:
-    """The replay against the function: a `TraceError` where their values differ; the
-    `untraced-gradient` hint where their gradients do (None where they agree, or where the
-    replay or the function raises: the check itself then says so)."""
+def held_to_function(traced: Traced, case: Any, result: CaseResult) -> Hint | None:
+    """The replay (what the check's engine gave, in `result`) against the function: a
+    `TraceError` where their values differ; the `untraced-gradient` hint where their
+    gradients do (None where they agree, or where the replay or the function raised: the
+    check itself then says so)."""
     from ..comparison.compare import close_mask
-    from ..engines.driver import EngineFailure, Unsupported
-    from ..engines.reverse import run_engine
 
-    try:
-        replay = run_engine(traced.engine(), case.expression, case.inputs, case.wrt,
-                            case.cotangent)  # fmt: skip
-    except (EngineFailure, Unsupported):
+    engine = {i.name: i.comparison.engine for i in result.inputs}
+    if (
+        result.forward is None
+        or result.forward.engine is None
+        or any(g is None for g in engine.values())
+    ):
         return None
-    value = np.asarray(traced.value, np.float64).reshape(replay.forward.shape)
-    if not close_mask(value, replay.forward, case.tolerance).all():
-        worst = float(np.max(np.abs(value - replay.forward)))
+    forward = np.asarray(result.forward.engine, np.float64)
+    value = np.asarray(traced.value, np.float64).reshape(forward.shape)
+    if not close_mask(value, forward, case.tolerance).all():
+        worst = float(np.max(np.abs(value - forward)))
         raise TraceError(
             f"the traced graph does not compute what {traced.name} computes (they differ by "
             f"up to {worst:.3g}): something {traced.name} does is not in the trace (an "
@@ -101,8 +103,9 @@ def held_to_function(traced: Traced, case: Any) -> Hint | None:
     differ = [
         name
         for name, mine in zip(case.wrt, own, strict=True)
-        if np.shape(mine) == np.shape(replay.grads[name])
-        and not close_mask(replay.grads[name], mine, case.tolerance).all()
+        if name in engine
+        and np.shape(mine) == np.shape(engine[name])
+        and not close_mask(engine[name], mine, case.tolerance).all()
     ]
     if not differ:
         return None
@@ -208,13 +211,13 @@ def check_traced(
         return item
 
     case = without_harmless_cuts(traced, make_case(), make_case)
-    untraced = held_to_function(traced, case)
     origin = f"gradcheck.{traced.framework}.check"
     options_ = _options(
         settings, traced.engine, diagnose=diagnose, isolate="none", engine_origin=origin
     )
     ran = run([case], traced.engine, options_)
     result = ran.cases[0]
+    untraced = held_to_function(traced, case, result)
     if untraced is not None:
         result.hints.insert(0, untraced)
         if result.status == "passed":

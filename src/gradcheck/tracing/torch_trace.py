@@ -17,6 +17,7 @@ Running on real values follows Python control flow on tensor values (a branch on
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import sysconfig
@@ -195,8 +196,9 @@ def recording(trace: Trace) -> Iterator[None]:
     """Record the ATen ops run inside, a custom Function as one op.
 
     A Function is caught at its forward, which autograd looks up on the class at each
-    apply: every Function class's forward is wrapped while the function runs, so an apply
-    bound before (``isrlu = ISRLU.apply``, a common idiom) is caught too."""
+    apply: every Function class's forward (but torch's own) is wrapped while the function
+    runs, so an apply bound before (``isrlu = ISRLU.apply``, a common idiom) is caught
+    too."""
     wrapped = {cls: cls.__dict__.get("forward") for cls in _functions()}
     for cls in wrapped:
         cls.forward = staticmethod(_caught(cls, cls.forward))
@@ -222,24 +224,25 @@ def takes_no_ctx(cls: type) -> bool:
 
 
 def _functions() -> Iterator[type]:
-    """Every subclass of torch.autograd.Function defined so far."""
+    """Every subclass of torch.autograd.Function defined so far outside torch: torch's own
+    (a hundred and more, a checkpoint's, a quantizer's) are traced through, op by op."""
     stack = [torch.autograd.Function]
     while stack:
         for sub in stack.pop().__subclasses__():
             stack.append(sub)
-            yield sub
+            if sub.__module__.partition(".")[0] != "torch":
+                yield sub
 
 
 def _caught(cls: type, forward: Callable[..., Any]) -> Callable[..., Any]:
     """`cls`'s forward, recording the apply it runs for as one op of the active trace (its
     own ops recorded apart, `Trace.inner`)."""
-    no_ctx = takes_no_ctx(cls)
 
     def caught(*args: Any, **kwargs: Any) -> Any:
         active = _ACTIVE[-1] if _ACTIVE else None
         if active is None or active.opaque_depth:
             return forward(*args, **kwargs)
-        given = args if no_ctx else args[1:]
+        given = args if takes_no_ctx(cls) else args[1:]
         inner = Trace()
         for leaf in tree_flatten((given, kwargs))[0]:
             if isinstance(leaf, torch.Tensor) and leaf.is_floating_point():
@@ -266,11 +269,18 @@ def user_line() -> Where | None:
         return None
     import linecache
 
-    from ..api.engines import relative
-
     file = frame.f_code.co_filename
     code = linecache.getline(file, frame.f_lineno).strip()
-    return Where(relative(file), frame.f_lineno, code, frame.f_code.co_name)
+    return Where(_shown(file), frame.f_lineno, code, frame.f_code.co_name)
+
+
+@functools.lru_cache(maxsize=256)
+def _shown(file: str) -> str:
+    """A file as messages name it (relative to the working folder where inside it): once
+    per file, not once per op."""
+    from ..api.engines import relative
+
+    return relative(file)
 
 
 # -- the function's inputs -------------------------------------------------------------
