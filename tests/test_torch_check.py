@@ -132,10 +132,10 @@ CORRECT = {
 @pytest.mark.parametrize("name", CORRECT)
 def test_correct_code_passes_every_op_mapped_against_tensorflow_and_finite_differences(name):
     fn, *args = CORRECT[name]()
-    result = gt.check(fn, *args)
+    assert gt.check(fn, *args).case.reference == "tensorflow"  # the default, all mapped
+    result = gt.check(fn, *args, reference="both")
     assert result.passed, str(result)
     assert result.program.opaque == {}, result.program.source  # nothing left opaque
-    assert result.case.reference == "both"
 
 
 def test_float32_takes_gradchecks_tolerances_with_nothing_to_tune():
@@ -370,7 +370,7 @@ def test_a_saved_check_with_nothing_opaque_needs_no_ops_file(tmp_path):
     text = case.read_text()
     assert "--engine torch" in text.splitlines()[1] and "seed: 7" in text
     ran = gradcheck.run(str(case), engine="torch", cache=False)
-    assert ran.passed and ran.cases[0].case.reference == "both"
+    assert ran.passed and ran.cases[0].case.reference == "tensorflow"
 
 
 def test_a_saved_cut_keeps_its_cut(tmp_path):

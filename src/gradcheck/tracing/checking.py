@@ -10,8 +10,9 @@ the runner with the replaying engine in this process. Around it:
 * a cut (``.detach()``, ``torch.no_grad()``, ``stop_gradient``) whose removal leaves the
   gradient as it is (the shift in a stable logsumexp) is taken out: only a cut that
   changes the gradient is a finding;
-* the reference is the finite differences, and TensorFlow too where every node maps onto
-  the registry (``both``).
+* the reference is TensorFlow where every node maps onto the registry (an opaque node
+  has no TensorFlow builder), else the finite differences; ``reference="both"`` asks for
+  both.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def case_data(traced: Traced, name: str, options: dict[str, Any]) -> dict[str, A
 
 
 def default_reference(program: Program) -> str:
-    """Finite differences always; TensorFlow too where every node maps (and it is here)."""
+    """TensorFlow where every node maps (and it is installed), else finite differences."""
     if any(o.kind != "stop" for o in program.opaque.values()):
         return "numeric"
     try:
