@@ -6,6 +6,7 @@ the user's line; what tracing cannot reach is refused, saying why and what inste
 from __future__ import annotations
 
 import inspect
+import re
 
 import pytest
 
@@ -237,6 +238,13 @@ def test_an_op_no_registry_op_says_is_opaque_checked_by_finite_differences():
     assert any("aten.atan" in note and "finite differences" in note for note in result.notes)
 
 
+def test_what_the_trace_says_of_itself_is_in_the_report():
+    result = gt.check(lambda x: torch.atan(x).sum(), randn(5))
+    printed = " ".join(str(result).split())
+    assert re.search(r"note: aten.atan at \S*test_torch_check.py:\d+", printed)
+    assert "aten.atan" in result.report("json")
+
+
 def test_several_outputs_are_checked_as_one():
     result = gt.check(lambda x: (x.sin(), tf.TanhNoSquare.apply(x) * 2), randn(3))
     assert not result.passed and result.hints[0].op == "TanhNoSquare"
@@ -297,6 +305,15 @@ def test_random_numbers_are_refused_unless_seeded():
 def test_what_tracing_cannot_reach_is_refused_saying_what_instead(fn, arg, says):
     with pytest.raises(TraceError, match=says):
         gt.check(fn, arg)
+
+
+def test_a_function_that_raises_when_traced_is_refused_at_its_own_line():
+    def fn(x):
+        return torch.tensor(x.numpy()).sum()  # numpy() of a tensor that requires grad
+
+    with pytest.raises(gradcheck.GradcheckError, match=r"fn raised RuntimeError at .*"
+                       r"test_torch_check\.py:\d+ \(`return torch\.tensor\(x\.numpy"):  # fmt: skip
+        gt.check(fn, randn(3))
 
 
 def test_an_in_place_update_of_a_view_is_refused_naming_the_line():

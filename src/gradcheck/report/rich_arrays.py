@@ -63,7 +63,7 @@ def comparisons(case: CaseResult, verbose: bool, width: int) -> Iterator[Rendera
 
 def comparison_table(rows: list[tuple[str, Comparison]]) -> Table:
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
-    table.add_column("input", overflow="fold")
+    table.add_column("input", no_wrap=True)  # a name (a module's fc1_weight) is never cut
     table.add_column("ref shape", overflow="fold")
     table.add_column("engine shape", overflow="fold")
     table.add_column("max abs", justify="right", no_wrap=True)

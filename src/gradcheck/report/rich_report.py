@@ -174,6 +174,8 @@ def _case_renderables(
         for part in case.message.split("; "):  # a pass too loose to mean much: say so
             if part.startswith("warning: "):
                 yield indented(_user_text(part, "yellow"))
+            elif part.startswith("note: "):  # what a traced check says of its trace
+                yield indented(_user_text(part, "dim"))
         if verbose:
             yield from map(indented, comparisons(case, True, body))
             yield from _captured(case, verbose, body)

@@ -225,4 +225,7 @@ def check_traced(
             result.status = "failed"
         ran = diagnose_run(ran, causes=diagnose)
     explain(result, traced.program)
+    # what the trace says of itself reaches every format, as a run's notes do
+    notes = [f"note: {note}" for note in traced.program.notes]
+    result.message = "; ".join([*notes, *filter(None, [result.message])])
     return TracedCheck(ran, traced.program, traced.framework, case_options)

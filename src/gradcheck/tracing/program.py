@@ -20,13 +20,15 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import GradcheckError
+
 # The float dtypes a case can have (SPEC §2), by NumPy's names.
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 
 
-class TraceError(Exception):
+class TraceError(GradcheckError):
     """A function gradcheck cannot turn into a case; the message says what and where, and
-    what to do instead (`gradcheck.GradcheckError`'s usage errors are the caller's)."""
+    what to do instead."""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from .checking import Traced
 from .program import TraceError
 from .torch_build import Builder
 from .torch_opaque import engine_class
-from .torch_trace import Trace, new_program, numpy_of, prepare, recording
+from .torch_trace import Trace, new_program, numpy_of, prepare, raised_at, recording
 
 
 def trace(
@@ -40,7 +40,17 @@ def trace(
     if seed is not None:
         torch.manual_seed(seed)
     with recording(recorder):
-        out = fn(*inputs.args, **inputs.kwargs)
+        try:
+            out = fn(*inputs.args, **inputs.kwargs)
+        except TraceError:
+            raise
+        except Exception as e:  # the user's own error, said as theirs, at their line
+            where = raised_at(e)
+            raise TraceError(
+                f"{_name(fn)} raised {type(e).__name__}{f' at {where.quoted()}' if where else ''}"
+                f" when traced: {e} (it runs once, on the arguments given, each "
+                "differentiated tensor a leaf that requires grad)"
+            ) from e
     if recorder.random and seed is None:
         op, where = recorder.random[0]
         raise TraceError(

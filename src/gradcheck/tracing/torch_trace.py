@@ -274,6 +274,21 @@ def user_line() -> Where | None:
     return Where(_shown(file), frame.f_lineno, code, frame.f_code.co_name)
 
 
+def raised_at(error: BaseException) -> Where | None:
+    """The innermost line of the user's own code in `error`'s traceback."""
+    import linecache
+
+    found, tb = None, error.__traceback__
+    while tb is not None:
+        file = tb.tb_frame.f_code.co_filename
+        if not file.startswith(_SKIPPED):
+            line = tb.tb_lineno
+            code = linecache.getline(file, line).strip()
+            found = Where(_shown(file), line, code, tb.tb_frame.f_code.co_name)
+        tb = tb.tb_next
+    return found
+
+
 @functools.lru_cache(maxsize=256)
 def _shown(file: str) -> str:
     """A file as messages name it (relative to the working folder where inside it): once

@@ -48,7 +48,7 @@ def op_vjp_hint(check: NodeCheck, arg: int, finding: Finding, spell: str) -> Hin
     return Hint(
         f"op-{check.check}",
         f"{node.text}: {whose}'s {check.words.rule} for argument {arg} "
-        f"({node.args[arg].text}) {finding.says}",
+        f"({node.args[arg].name or node.args[arg].text}) {finding.says}",
         fix,
         finding.confidence,
         op=op.name,
