@@ -256,3 +256,22 @@ def test_readme_lists_every_op_in_its_family():
         if not op.origin:  # the registry's own, not a user op a test registered
             declared.setdefault(op.tf.__module__.rsplit(".", 1)[-1], []).append(op.name)
     assert {family: ops.split() for family, ops in rows.items()} == declared
+
+
+def test_the_pytorch_side_by_side_is_what_each_checker_prints():
+    """docs/pytorch-and-jax.md shows what torch.autograd.gradcheck and gradcheck.torch.check
+    print for examples/frameworks/torch_model.py's bug: both are real runs of it today."""
+    import subprocess
+    import sys
+
+    page = section("docs/pytorch-and-jax.md", "The same bug, side by side")
+    torch_shown, ours_shown = re.findall(r"```text\n(.*?)```", page, re.S)
+    example = ["examples/frameworks/torch_model.py"]
+    run = lambda *flags: subprocess.run(  # noqa: E731
+        [sys.executable, *example, *flags], capture_output=True, text=True, cwd=ROOT, check=False
+    )
+    theirs, ours = run("--torch"), run()
+    assert theirs.returncode == 1 and "GradcheckError" in theirs.stderr
+    assert_shown_in(torch_shown, theirs.stderr)
+    assert ours.returncode == 0, ours.stderr
+    assert_shown_in(ours_shown, ours.stdout)
