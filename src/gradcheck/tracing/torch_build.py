@@ -21,9 +21,10 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 from .opaque import OpaqueOp, stop_op
 from .program import Program, TraceError, Where, call, numpy_dtype
 from .torch_aten import ATEN, Emit, Unmapped, V, bound
+from .torch_inputs import numpy_of
 from .torch_opaque import OpaqueCall, T, declare_call, param_names
 from .torch_rules import single_op
-from .torch_trace import Live, Recorded, Trace, numpy_of
+from .torch_trace import Live, Recorded, Trace
 
 
 class Builder:

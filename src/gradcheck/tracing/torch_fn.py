@@ -14,8 +14,9 @@ from torch.utils._pytree import tree_flatten
 from .checking import Traced
 from .program import TraceError
 from .torch_build import Builder
+from .torch_inputs import new_program, numpy_of, prepare
 from .torch_opaque import engine_class
-from .torch_trace import Trace, new_program, numpy_of, prepare, raised_at, recording
+from .torch_trace import Trace, raised_at, recording
 
 
 def trace(
