@@ -267,7 +267,7 @@ def test_the_pytorch_side_by_side_is_what_each_checker_prints():
     page = section("docs/pytorch-and-jax.md", "The same bug, side by side")
     torch_shown, ours_shown = re.findall(r"```text\n(.*?)```", page, re.S)
     example = ["examples/frameworks/torch_model.py"]
-    run = lambda *flags: subprocess.run(  # noqa: E731
+    run = lambda *flags: subprocess.run(
         [sys.executable, *example, *flags], capture_output=True, text=True, cwd=ROOT, check=False
     )
     theirs, ours = run("--torch"), run()

@@ -4,9 +4,10 @@
 gradcheck runs it once on the arguments, tracing every ATen op it runs into its own
 expression graph (a custom ``torch.autograd.Function`` is one node, whose gradient is
 its backward), and checks the gradient against TensorFlow where every op maps onto
-gradcheck's, else against finite differences (``reference="both"``: both). A failure is localised node by node,
-with the mechanism, the rule the backward computes where it can be recovered, a fix in
-PyTorch spelling and the user's line. See docs/pytorch-and-jax.md.
+gradcheck's, else against finite differences (``reference="both"``: both). A failure
+is localised node by node, with the mechanism, the rule the backward computes where it
+can be recovered, a fix in PyTorch spelling and the user's line. See
+docs/pytorch-and-jax.md.
 """
 
 from __future__ import annotations
@@ -44,9 +45,9 @@ def check(
     `tolerance` ``{"rtol":, "atol":}`` to change them), no step size to tune: the
     finite differences run in float64. `seed` fixes the random numbers fn draws (dropout)
     and the check's random cotangent; `reference` is "numeric", "tensorflow" or "both"
-    (default: TensorFlow where every op maps onto gradcheck's, else finite differences); `modes` ``["rev", "fwd"]`` checks
-    forward mode too and `order=2` second order (``gradgradcheck``'s job). Keyword
-    arguments other than these go to `fn`.
+    (default: TensorFlow where every op maps onto gradcheck's, else finite differences);
+    `modes` ``["rev", "fwd"]`` checks forward mode too and `order=2` second order
+    (``gradgradcheck``'s job). Keyword arguments other than these go to `fn`.
     """
     from .tracing.checking import check_traced
     from .tracing.torch_fn import trace
