@@ -397,3 +397,47 @@ def test_a_saved_cut_keeps_its_cut(tmp_path):
     ran = gradcheck.run(str(case), engine=f"{ops}:Engine", ops=[str(ops)], cache=False)
     top = ran.cases[0].hints[0]
     assert (top.op, top.mechanism) == ("detach", "zero")
+
+
+# -- PyTorch's own modules, as they are written ----------------------------------------
+
+MODULES = {
+    "lstm": (lambda: torch.nn.LSTM(3, 4, batch_first=True), lambda m, x: m(x)[0], (2, 5, 3)),
+    "gru": (lambda: torch.nn.GRU(3, 4), lambda m, x: m(x)[0], (5, 2, 3)),
+    "attention": (
+        lambda: torch.nn.MultiheadAttention(4, 2, batch_first=True),
+        lambda m, x: m(x, x, x)[0],
+        (2, 3, 4),
+    ),
+    "transformer": (
+        lambda: torch.nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0, batch_first=True),
+        lambda m, x: m(x),
+        (2, 3, 4),
+    ),
+    "cosine": (lambda: torch.nn.CosineSimilarity(), lambda m, x: m(x, 2 * x + 1), (3, 4)),
+    "group-norm": (lambda: torch.nn.GroupNorm(2, 4), lambda m, x: m(x), (2, 4, 3, 3)),
+}
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_pytorchs_own_modules_pass_however_they_are_written(name):
+    """In-place updates of split gates (LSTM, GRU), a clamp written in place under no_grad
+    (cosine similarity's), fused attention with no dropout: traced as torch runs them."""
+    make, call, shape = MODULES[name]
+    torch.manual_seed(0)
+    m = make().double()
+    result = gt.check(lambda x: call(m, x), randn(*shape))
+    assert result.passed, str(result)
+
+
+def test_an_in_place_write_under_no_grad_keeps_the_gradient_autograd_keeps():
+    def clipped(x, w):
+        with torch.no_grad():
+            w.clamp_(-0.5, 0.5)  # autograd never sees it: w's gradient is as if unclipped
+        return (x @ w).sum()
+
+    w = randn(4, 2)
+    result = gt.check(clipped, randn(3, 4), w)
+    assert result.hints[0].op == "no_grad"  # the derivative of the value is not autograd's
+    assert not result.inputs["w"].passed and result.inputs["x"].passed
+    assert w.abs().max() > 0.5  # the caller's tensors are never written

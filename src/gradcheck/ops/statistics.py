@@ -66,7 +66,8 @@ def _norm_slope(ans, x, ord, axis, keepdims):
 
 
 def _tf_norm(tf, x, ord, axis, keepdims):
-    axis = tuple(axis) if isinstance(axis, list) else axis
+    # tf.norm takes one axis as an int (a 1-tuple is refused) and two as a tuple
+    axis = (axis[0] if len(axis) == 1 else tuple(axis)) if isinstance(axis, list) else axis
     return tf.norm(x, ord={"inf": float("inf")}.get(ord, ord), axis=axis, keepdims=keepdims)
 
 

@@ -59,7 +59,11 @@ ATEN["minimum"] = lambda e, a: call("minimum", operand(a["self"]), operand(a["ot
 def _clamp(e: Emit, a: dict) -> str:
     lo = a.get("min", a.get("min_val"))
     hi = a.get("max", a.get("max_val"))
-    need(not isinstance(lo, V) and not isinstance(hi, V), "clamp by tensors")
+    if isinstance(lo, V) or isinstance(hi, V):  # bounds that are tensors: maximum, minimum
+        need(all(b is None or (isinstance(b, V) and b.const) for b in (lo, hi)), "live bounds")
+        text = a["self"].text
+        text = text if lo is None else call("maximum", text, lo.text)
+        return text if hi is None else call("minimum", text, hi.text)
     return call("clip", a["self"].text, lo=lo, hi=hi)
 
 

@@ -129,7 +129,15 @@ def _embedding(e: Emit, a: dict) -> str:
     return call("take", a["weight"].text, ids, axis=0)
 
 
-@aten("split", "split_with_sizes", "unbind", "chunk")
+@aten(
+    "split",
+    "split_with_sizes",
+    "unbind",
+    "chunk",
+    "unsafe_split",
+    "unsafe_chunk",
+    "unsafe_split_with_sizes",
+)
 def _split(e: Emit, a: dict) -> list:
     x, outs = a["self"], a["__out__"]
     dim = a.get("dim", 0) % x.ndim

@@ -226,6 +226,6 @@ def check_traced(
         ran = diagnose_run(ran, causes=diagnose)
     explain(result, traced.program)
     # what the trace says of itself reaches every format, as a run's notes do
-    notes = [f"note: {note}" for note in traced.program.notes]
+    notes = [f"note: {note}" for note in dict.fromkeys(traced.program.notes)]
     result.message = "; ".join([*notes, *filter(None, [result.message])])
     return TracedCheck(ran, traced.program, traced.framework, case_options)

@@ -35,7 +35,7 @@ class TracedCheck(CheckResult):
 
     @property
     def notes(self) -> list[str]:
-        return list(self.program.notes)
+        return list(dict.fromkeys(self.program.notes))
 
     def report(self, format: str = "rich", output: str | os.PathLike[str] | None = None) -> str:
         """The report as `gradcheck run --format FORMAT` writes it (rich: plain text),

@@ -22,7 +22,7 @@ from .opaque import OpaqueOp, stop_op
 from .program import Program, TraceError, Where, call, numpy_dtype
 from .torch_aten import ATEN, Emit, Unmapped, V, bound
 from .torch_inputs import numpy_of
-from .torch_opaque import OpaqueCall, T, declare_call, param_names
+from .torch_opaque import OpaqueCall, T, declare_call, out_of_place, param_names
 from .torch_rules import single_op
 from .torch_trace import Live, Recorded, Trace
 
@@ -83,6 +83,7 @@ class Builder:
             else:
                 texts = self._mapped(r)
         wanted = _assigned(r.where) if named else None
+        kept = self._keeps_gradient(r)
         for token, text in zip(r.outputs, texts, strict=False):
             if token is None or text is None:
                 continue
@@ -91,8 +92,29 @@ class Builder:
             else:
                 base = wanted or (r.func.__name__ if r.function else r.func.overloadpacket.__name__)
                 self.text[token] = self.program.bind(base, text, _made_by(r), r.where)
-            if not r.grad_enabled:
+            if kept is not None:  # the new value, with the old one's gradient
+                stop_op("no_grad")
+                moved = self.program.bind(
+                    "no_grad", call("no_grad", f"{self.text[token]} - {kept}"),
+                    "torch.no_grad()", r.where,
+                )  # fmt: skip
+                self.text[token] = self.program.bind(
+                    wanted or "updated", f"{kept} + {moved}", _made_by(r), r.where
+                )
+                kept = None
+            elif not r.grad_enabled:
                 self.no_grad.add(token)
+
+    def _keeps_gradient(self, r: Recorded) -> str | None:
+        """What an in-place op under no_grad writes into a tensor that carries a gradient
+        keeps: that tensor's gradient (autograd never saw the write), its value the op's.
+        The old value's text, or None for any other op."""
+        if r.function or r.grad_enabled or torch.Tag.inplace not in r.func.tags:
+            return None
+        first = r.args[0] if r.args else None
+        if not isinstance(first, Live) or first.token in self.no_grad:
+            return None
+        return self.text[first.token]
 
     def _mapped(self, r: Recorded) -> list[str | None]:
         entry = ATEN.get(r.func.overloadpacket.__name__.rstrip("_"))
@@ -161,7 +183,8 @@ class Builder:
     def _opaque(self, r: Recorded, reason: str | None) -> list[str | None]:
         leaves, spec = tree_flatten((r.args, r.kwargs))
         tensors = [v for v in leaves if isinstance(v, (Live, torch.Tensor))]
-        template = [T(tensors.index(v)) if any(v is t for t in tensors) else v for v in leaves]
+        slot = {id(v): k for k, v in reversed(list(enumerate(tensors)))}  # by identity
+        template = [T(slot[id(v)]) if id(v) in slot else v for v in leaves]
         args, kwargs = tree_unflatten(template, spec)
         key = (r.func, repr((args, kwargs)))
         if key not in self.opaque:
@@ -199,7 +222,8 @@ class Builder:
         same = single_op(r, floats) if r.function else None
         if same is not None and len(same.params) != len(tensors):
             same = None
-        opaque_call = OpaqueCall(r.func, args, kwargs, params, integer, count,
+        target = r.func if r.function else out_of_place(r.func)
+        opaque_call = OpaqueCall(target, args, kwargs, params, integer, count,
                                  same.name if same else None)  # fmt: skip
         opaque = declare_call(opaque_call, r.where)
         if not r.function:

@@ -170,6 +170,16 @@ def right_vjp(plain: Callable[..., list], k: int, count: int) -> Callable[..., A
     return vjp
 
 
+def out_of_place(func: Any) -> Any:
+    """An in-place ATen op's functional twin (``clamp_min_`` -> ``clamp_min``): an opaque
+    node gets new tensors, it never writes into its arguments."""
+    if torch.Tag.inplace not in func.tags:
+        return func
+    packet = getattr(torch.ops.aten, func.overloadpacket.__name__.rstrip("_"), None)
+    twin = getattr(packet, func._overloadname, None) if packet is not None else None
+    return func if twin is None else twin
+
+
 def param_names(target: Any, args: tuple, kwargs: dict, count: int) -> list[str]:
     """An opaque op's parameters: a Function's forward's names where each tensor is a
     top-level positional argument, else x0, x1, ..."""

@@ -113,16 +113,18 @@ class Trace:
 
     def record(
         self, func: Any, args: tuple, kwargs: dict, out: Any, function: bool,
-        inner: Trace | None = None,
+        inner: Trace | None = None, before: Any = None,
     ) -> None:  # fmt: skip
-        leaves, spec = tree_flatten((args, kwargs))
+        """Record one op that ran; `before`, its arguments as `arguments` took them before
+        it ran (an in-place op writes into a constant it reads)."""
+        leaves = tree_flatten((args, kwargs))[0]
         if not any(isinstance(v, torch.Tensor) and id(v) in self.live for v in leaves):
             if any(isinstance(v, torch.Tensor) and id(v) in self.derived for v in leaves):
                 self._derive(out)  # an index or mask computed from the inputs
             return  # a constant's computation
         if not function and (
             func.overloadpacket.__name__ in _SHAPE_ONLY
-            or torch.Tag.nondeterministic_seeded in func.tags  # random draws: constants
+            or draws(func, args, kwargs)  # random draws: constants
         ):
             for t in tree_flatten(out)[0]:
                 self.live.pop(id(t), None)
@@ -134,7 +136,7 @@ class Trace:
                 f"({func}): gradcheck cannot write that as a graph; write it out of place "
                 "(torch.where, index_put, torch.cat), or check it through a case file"
             )
-        converted = tree_unflatten([self.argument(v) for v in leaves], spec)
+        converted = before if before is not None else self.arguments(args, kwargs)
         out_leaves = tree_flatten(out)[0]
         outputs, tensors = [], []
         for t in out_leaves:
@@ -148,11 +150,31 @@ class Trace:
             )
         )
 
+    def arguments(self, args: tuple, kwargs: dict) -> tuple:
+        """The op's (args, kwargs) as recorded: live tensors as `Live`, constants copied."""
+        leaves, spec = tree_flatten((args, kwargs))
+        return tree_unflatten([self.argument(v) for v in leaves], spec)
+
     def _derive(self, out: Any) -> None:
         for t in tree_flatten(out)[0]:
             if isinstance(t, torch.Tensor) and not t.is_floating_point():
                 self.derived.add(id(t))
                 self.kept.append(t)
+
+
+def draws(func: Any, args: tuple, kwargs: dict) -> bool:
+    """Whether the op draws random numbers here: one that may (torch tags it), unless its
+    dropout probability is 0 or it is told it is not training (attention's dropout)."""
+    if torch.Tag.nondeterministic_seeded not in func.tags:
+        return False
+    for i, argument in enumerate(func._schema.arguments):
+        default = argument.default_value if argument.has_default_value() else None
+        given = args[i] if i < len(args) else kwargs.get(argument.name, default)
+        if argument.name in ("dropout_p", "p") and given == 0:
+            return False
+        if argument.name == "train" and given is False:
+            return False
+    return True
 
 
 class _Recorder(TorchDispatchMode):
@@ -162,9 +184,11 @@ class _Recorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
         trace = self.trace
-        if torch.Tag.nondeterministic_seeded in func.tags:
+        # an in-place op writes into its first argument: a constant is read before that
+        before = trace.arguments(args, kwargs) if torch.Tag.inplace in func.tags else None
+        out = func(*args, **kwargs)
+        if draws(func, args, kwargs):
             trace.random.append((str(func.overloadpacket), user_line()))
         if trace.opaque_depth:
             if trace.opaque_depth == 1 and trace.inner is not None:
@@ -183,7 +207,7 @@ class _Recorder(TorchDispatchMode):
                 f"{where.quoted() if where else 'a line of its own'}: the graph checked is "
                 "the one these inputs take"
             )
-        trace.record(func, args, kwargs, out, function=False)
+        trace.record(func, args, kwargs, out, function=False, before=before)
         return out
 
 
