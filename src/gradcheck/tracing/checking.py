@@ -116,8 +116,9 @@ def held_to_function(traced: Traced, case: Any, result: CaseResult) -> Hint | No
         "the ops it runs, replayed node by node: something the trace cannot see changes "
         "the gradient — a hook (Tensor.register_hook, a module's backward hook) or a "
         "gradient changed after the fact",
-        "find what changes the gradient outside the ops (hooks) and remove it, or move that "
-        "change into an op of its own (a torch.autograd.Function) so gradcheck can check it",
+        "remove what changes the gradient outside the ops (`handle.remove()` for a "
+        "`register_hook`), or make that change an op of its own (a "
+        "`torch.autograd.Function`, a `jax.custom_vjp`) so gradcheck checks it",
         "likely",
     )
 

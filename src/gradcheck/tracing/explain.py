@@ -5,8 +5,8 @@ the line that made it, a custom Function's at its backward, and a cut (``.detach
 from __future__ import annotations
 
 from ..results import CaseResult, Hint
-from .opaque import STOP_LABELS
-from .program import Program
+from .opaque import STOP_FIXES, STOP_LABELS
+from .program import Binding, Program
 
 
 def explain(result: CaseResult, program: Program) -> None:
@@ -31,7 +31,7 @@ def _every_hint(result: CaseResult):
 def _point(hint: Hint, program: Program) -> None:
     binding = program.where_of(hint.node) if hint.node else None
     if hint.op in STOP_LABELS:
-        _cut(hint, binding, STOP_LABELS[hint.op])
+        _cut(hint, binding, hint.op)
         return
     opaque = program.opaque.get(hint.op or "")
     where = binding.where if binding is not None else None
@@ -47,16 +47,16 @@ def _point(hint: Hint, program: Program) -> None:
         hint.message += f" (made at {where.quoted()})"
 
 
-def _cut(hint: Hint, binding, label: str) -> None:
+def _cut(hint: Hint, binding: Binding | None, stop: str) -> None:
     where = binding.where if binding is not None else None
     at = f" at {where.quoted()}" if where else ""
     hint.message = (
-        f"{label}{at} cuts the gradient: the function's value depends on what it cuts, so "
-        "its derivative flows there, and the cut drops it (checked alone, the cut's VJP is "
-        "zero where the identity's is g)"
+        f"{STOP_LABELS[stop]}{at} cuts the gradient: the function's value depends on what "
+        "it cuts, so its derivative flows there, and the cut drops it (checked alone, the "
+        "cut's VJP is zero where the identity's is g)"
     )
     hint.fix = (
-        "remove the cut where the value should carry its gradient; if the cut is meant (a "
-        "stop-gradient, a frozen target), the function's gradient is not the derivative "
-        "of its value and no numeric check can confirm it: check the function without it"
+        f"{STOP_FIXES[stop]}; if the cut is meant (a stop-gradient, a frozen target), the "
+        "function's gradient is not the derivative of its value and no numeric check can "
+        "confirm it: check the function without it"
     )

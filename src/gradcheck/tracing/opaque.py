@@ -178,6 +178,14 @@ STOP_LABELS = {
     "no_grad": "a value computed under `torch.no_grad()`",
     "stop_gradient": "`jax.lax.stop_gradient`",
 }
+# What to write instead of each cut, where the value should carry its gradient.
+STOP_FIXES = {
+    "detach": "use the tensor itself where its gradient should flow, not `t.detach()`",
+    "no_grad": "compute it outside `with torch.no_grad():` (for an in-place write under "
+    "it, write a new tensor: `w = w.clamp(...)`)",
+    "stop_gradient": "use the value itself where its gradient should flow, not "
+    "`jax.lax.stop_gradient(v)`",
+}
 
 
 def stop_op(name: str) -> Op:
