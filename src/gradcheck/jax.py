@@ -1,0 +1,68 @@
+"""Check a JAX function's gradients with no case file: ``gradcheck.jax.check(fn, x)``.
+
+`fn` is any function of JAX or NumPy arrays, pytrees of them included (a dict of
+parameters). gradcheck traces it once with ``jax.make_jaxpr`` into its own expression
+graph, equation by equation (``jit`` inlined; a ``jax.custom_vjp`` or a ``custom_jvp`` of
+your own is one node, whose gradient is your rule), and checks the gradient against
+finite differences, and against TensorFlow where every equation maps onto gradcheck's
+ops. A failure is localised node by node, with the mechanism, the rule your bwd computes
+where it can be recovered, a fix in JAX spelling and your line. See
+docs/pytorch-and-jax.md.
+
+Importing the check turns on JAX's 64-bit mode (``jax_enable_x64``), as ``--engine jax``
+does: without it JAX would quietly compute a float64 input in float32. Arrays keep their
+dtype: float32 inputs are checked in float32, float64 in float64.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .tracing.results import TracedCheck
+
+__all__ = ["TracedCheck", "assert_gradients", "check"]
+
+
+def check(
+    fn: Callable[..., Any],
+    *args: Any,
+    argnums: int | Sequence[int] | None = None,
+    seed: int | None = None,
+    reference: str | None = None,
+    modes: Sequence[str] | None = None,
+    order: int | None = None,
+    cotangent: Any = None,
+    tolerance: dict[str, float] | None = None,
+    name: str | None = None,
+    diagnose: bool = True,
+    **kwargs: Any,
+) -> TracedCheck:
+    """Check the gradients of ``fn(*args, **kwargs)``.
+
+    The differentiated inputs are, as in ``jax.test_util.check_grads``, the float arrays
+    among the positional arguments, inside pytrees too (`argnums`, an int or a sequence of
+    them as in ``jax.grad``, picks the positional arguments; default all of them). Integer
+    and bool arrays, Python numbers, other leaves and the keyword arguments are constants,
+    held as ``jax.grad`` holds what it does not differentiate. Several outputs are checked
+    as one. float32 and float64 take gradcheck's tolerances (SPEC §2; `tolerance`
+    ``{"rtol":, "atol":}`` to change them), no step size to tune: the finite differences
+    run in float64. `seed` fixes the check's random cotangent (JAX's own randomness takes a
+    key you pass); `reference` is "numeric", "tensorflow" or "both" (default: both where
+    every equation maps, else numeric); `modes` ``["rev", "fwd"]`` checks forward mode too
+    and `order=2` second order (``check_grads``' ``modes`` and ``order``). Keyword
+    arguments other than these go to `fn`.
+    """
+    from .tracing.checking import check_traced
+    from .tracing.jax_fn import trace
+
+    traced = trace(fn, args, kwargs, argnums)
+    options = {"seed": seed, "modes": list(modes) if modes else None, "order": order,
+               "cotangent": cotangent, "tolerance": tolerance}  # fmt: skip
+    return check_traced(traced, name=name, reference=reference, diagnose=diagnose,
+                        case_options=options)  # fmt: skip
+
+
+def assert_gradients(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> TracedCheck:
+    """`check`, for pytest: an ``AssertionError`` led by the top hint when it fails."""
+    return check(fn, *args, **kwargs).assert_passed()

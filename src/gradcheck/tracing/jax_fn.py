@@ -1,0 +1,270 @@
+"""`gradcheck.jax.check`'s tracing: a JAX function and its arguments into a `Traced`: the
+program, the engine that replays it, and the function's own answer.
+
+The differentiated inputs are, as ``jax.test_util.check_grads`` differentiates, the float
+arrays among the positional arguments, pytrees searched (`argnums` picks the arguments);
+every other leaf (an integer or bool array, a Python number, a keyword argument) is held
+as it is and closed over, as ``jax.grad`` holds what it does not differentiate.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+
+from ..engines.stock.jax import JaxEngine  # switches 64-bit mode on: float64 stays float64
+from .checking import Traced
+from .jax_build import Builder
+from .jax_trace import SKIPPED, Trace, user_line, where_of
+from .program import Program, TraceError, Where
+
+_CONCRETE = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
+             jax.errors.TracerIntegerConversionError)  # fmt: skip
+_CASE_FILE = "or write the case in a case file (`gradcheck run`)"
+
+
+@dataclass
+class Inputs:
+    """The function's arguments: every leaf of (args, kwargs), its name, and which leaves
+    are differentiated."""
+
+    leaves: list[Any]
+    tree: Any
+    names: list[str]
+    wrt: list[int]
+
+    def call(self, fn: Callable[..., Any], values: Sequence[Any]) -> Any:
+        """fn on its arguments with the differentiated leaves replaced by `values`."""
+        leaves = list(self.leaves)
+        for i, value in zip(self.wrt, values, strict=True):
+            leaves[i] = value
+        args, kwargs = jax.tree_util.tree_unflatten(self.tree, leaves)
+        return fn(*args, **kwargs)
+
+
+def trace(fn: Callable[..., Any], args: tuple, kwargs: dict, argnums: Any = None) -> Traced:
+    """Trace `fn` on `args` with ``jax.make_jaxpr`` and write it out as a program."""
+    name = _name(fn)
+    inputs = prepare(fn, args, kwargs, argnums)
+    values = [inputs.leaves[i] for i in inputs.wrt]
+    shapes: list[Any] = []
+
+    def flat(*diff: Any) -> list[Any]:
+        leaves = jax.tree_util.tree_leaves(inputs.call(fn, diff))
+        shapes.append([_kind(o) for o in leaves])
+        return [o for o in leaves if isinstance(o, jax.Array)]
+
+    try:
+        closed = jax.make_jaxpr(flat)(*values)
+    except _CONCRETE as e:
+        raise _concrete(e, name) from None
+    _check_outputs(shapes[-1], closed, fn, name)
+    names = [inputs.names[i] for i in inputs.wrt]
+    traced = Trace.of(closed, values, [True] * len(values), names)
+    if not all(v.live for v in traced.outputs):
+        raise TraceError(
+            f"{name}'s output does not depend on any differentiated input{_at(fn)}: its "
+            "gradient is zero; check that it uses its float array arguments (argnums= picks "
+            f"them), {_CASE_FILE}"
+        )
+    program = _program(traced)
+    builder = Builder(traced, program)
+    builder.build(traced.outputs)
+    custom_vjps = [o.label for o in program.opaque.values() if "jax.custom_vjp" in o.label]
+    engine = _engine(builder.methods, name, custom_vjps)
+
+    def whole(*diff: Any) -> Any:
+        outs = [o.reshape(-1) for o in flat(*diff)]
+        return outs[0] if len(outs) == 1 else jax.numpy.concatenate(outs)
+
+    value, pull = jax.vjp(whole, *values)
+
+    def own_grads(cotangent: np.ndarray) -> list[np.ndarray]:
+        """fn's own gradient, by jax.vjp of fn itself."""
+        seed = np.asarray(cotangent).reshape(-1).astype(value.dtype)
+        return [np.asarray(g) for g in pull(seed)]
+
+    return Traced(program, engine, np.asarray(value), own_grads, name, "jax")
+
+
+def prepare(fn: Callable[..., Any], args: tuple, kwargs: dict, argnums: Any) -> Inputs:
+    """Name every leaf of the arguments (the parameter's name, then its path in the pytree)
+    and pick the differentiated ones: the float arrays of the positional arguments in
+    `argnums` (every positional argument when None)."""
+    picked = _argnums(argnums, len(args))
+    leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
+    paths = [path for path, _ in jax.tree_util.tree_flatten_with_path((args, kwargs))[0]]
+    params = _parameter_names(fn, len(args))
+    names, wrt = [], []
+    for i, (path, leaf) in enumerate(zip(paths, leaves, strict=True)):
+        top, position = path[0].idx, path[1]
+        head = params[position.idx] if top == 0 else str(position.key)
+        names.append("_".join([head, *(_key_text(k) for k in path[2:])]))
+        array = isinstance(leaf, (np.ndarray, np.generic, jax.Array))
+        if not (array and top == 0 and position.idx in picked):
+            continue
+        if jax.dtypes.issubdtype(leaf.dtype, np.complexfloating):
+            raise TraceError(
+                f"{names[-1]} is a complex array ({leaf.dtype}): gradcheck checks real "
+                "gradients; pass the real and imaginary parts as two real arrays, "
+                f"{_CASE_FILE}"
+            )
+        if jax.dtypes.issubdtype(leaf.dtype, np.floating):
+            wrt.append(i)
+    if not wrt:
+        among = " among argnums" if argnums is not None else ""
+        raise TraceError(
+            f"fn has no float array argument to differentiate{among} (Python numbers and "
+            "keyword arguments are constants, as under jax.grad); pass "
+            "the inputs as arrays"
+        )
+    dtypes = sorted({str(np.dtype(leaves[i].dtype)) for i in wrt})
+    if len(dtypes) > 1:
+        raise TraceError(
+            f"the differentiated inputs are in {' and '.join(dtypes)}: gradcheck checks one "
+            "dtype at a time; cast them to one"
+        )
+    return Inputs(leaves, tree, names, wrt)
+
+
+def _argnums(argnums: Any, count: int) -> set[int]:
+    if argnums is None:
+        return set(range(count))
+    given = [argnums] if isinstance(argnums, int) else list(argnums)
+    if not all(isinstance(a, int) and -count <= a < count for a in given):
+        raise TraceError(f"argnums={argnums!r}: each must be the index of one of the {count} "
+                         "positional arguments")  # fmt: skip
+    return {a % count for a in given}
+
+
+def _parameter_names(fn: Callable[..., Any], count: int) -> list[str]:
+    """The names of fn's first `count` positional parameters (``args0``... for *args)."""
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        parameters = []
+    names: list[str] = []
+    for p in parameters:
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
+        elif p.kind is p.VAR_POSITIONAL:
+            names += [f"{p.name}{k}" for k in range(count - len(names))]
+    return names[:count] + [f"arg{i}" for i in range(len(names), count)]
+
+
+def _key_text(key: Any) -> str:
+    for attribute in ("key", "idx", "name"):
+        if hasattr(key, attribute):
+            return str(getattr(key, attribute))
+    return str(key)
+
+
+def _kind(leaf: Any) -> str:
+    """What fn returned, as a refusal names it: '' for a float array."""
+    if not isinstance(leaf, jax.Array):
+        return type(leaf).__name__
+    if jax.dtypes.issubdtype(leaf.dtype, np.complexfloating):
+        return f"a complex array ({leaf.dtype})"
+    return "" if jax.dtypes.issubdtype(leaf.dtype, np.floating) else f"an array of {leaf.dtype}"
+
+
+def _check_outputs(kinds: list[str], closed: Any, fn: Callable[..., Any], name: str) -> None:
+    bad = sorted({k for k in kinds if k})
+    if kinds and not bad:
+        return
+    if not kinds or any(not k.startswith(("a complex", "an array")) for k in bad):
+        said = ", ".join(b for b in bad if not b.startswith(("a complex", "an array")))
+        raise TraceError(
+            f"{name} returns {said or 'nothing'}{_at(fn)}: gradcheck checks a function whose "
+            "outputs are float JAX arrays (return the array, not float(x), .item() or a NumPy "
+            f"array), {_CASE_FILE}"
+        )
+    line = next((user_line(e) for e in reversed(closed.jaxpr.eqns) if user_line(e)), None)
+    at = f" at {line.quoted()}" if line else _at(fn)
+    raise TraceError(
+        f"{name} returns {' and '.join(bad)}{at}: it has no real gradient to check; return "
+        f"the float value it is computed from, {_CASE_FILE}"
+    )
+
+
+def _concrete(e: Exception, name: str) -> TraceError:
+    """The refusal for fn reading a traced value as a Python one, at the user's line."""
+    where = _raised_at(e)
+    at = f" at {where.quoted()}" if where else ""
+    if isinstance(e, jax.errors.TracerArrayConversionError):
+        what = "converts a value that depends on its inputs to a NumPy array"
+        instead = "compute it with jax.numpy"
+    elif isinstance(e, jax.errors.TracerIntegerConversionError):
+        what = "uses a value that depends on its inputs as a Python int (an index, a shape)"
+        instead = "index with jax.numpy (jnp.take, lax.dynamic_slice)"
+    else:
+        what = "branches on a value that depends on its inputs (Python control flow)"
+        instead = "write the branch with jnp.where or jax.lax.cond"
+    return TraceError(
+        f"{name} {what}{at}: jax.make_jaxpr traces it with no value there "
+        f"({type(e).__name__}); {instead}, {_CASE_FILE}"
+    )
+
+
+def _raised_at(e: Exception) -> Where | None:
+    """The innermost line of the user's code in the exception's traceback."""
+    found = None
+    tb = e.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if not code.co_filename.startswith(SKIPPED):
+            found = where_of(code.co_filename, tb.tb_lineno, code.co_name)
+        tb = tb.tb_next
+    return found
+
+
+def _at(fn: Callable[..., Any]) -> str:
+    """`` (fn at file:line)``: where fn is defined, for a refusal about fn as a whole."""
+    try:
+        file, line = inspect.getsourcefile(fn), inspect.getsourcelines(fn)[1]
+    except (OSError, TypeError):
+        return ""
+    return f" (defined at {where_of(file, line, '')})" if file else ""
+
+
+def _program(traced: Trace) -> Program:
+    program = Program(str(np.dtype(traced.inputs[0].dtype)))
+    for val in traced.inputs:
+        value = np.asarray(val.value)
+        val.value = value
+        program.add_input(val.name, value, True)
+    return program
+
+
+def _name(fn: Any) -> str:
+    name = getattr(fn, "__name__", "")
+    return name if name.isidentifier() and name != "<lambda>" else "fn"
+
+
+def _engine(methods: dict[str, Callable[..., Any]], name: str, custom_vjps: list[str]) -> type:
+    """The stock JAX adapter with the opaque ops' methods and the stop op's, a class of
+    its own: its compiled programs are keyed by it, never shared with another trace's."""
+
+    def jvp(engine: Any, fn: Callable[..., Any], primals: Any, tangents: Any) -> Any:
+        try:
+            return JaxEngine.jvp(engine, fn, primals, tangents)
+        except NotImplementedError as e:  # SPEC §12: unsupported, naming the custom_vjp
+            said = str(e).splitlines()[0].partition("JAX: ")[2]
+            raise NotImplementedError(
+                f"{' and '.join(custom_vjps)} has no forward-mode rule (JAX: {said})"
+            ) from None
+
+    return type("TracedJaxEngine", (JaxEngine,), {
+        "name": f"jax ({name}, traced)", "stop_gradient": _cut, **methods,
+        **({"jvp": jvp} if custom_vjps else {}),
+        "__doc__": f"{name}, replayed node by node through JAX",
+    })  # fmt: skip
+
+
+def _cut(engine: Any, x: Any) -> Any:
+    return jax.lax.stop_gradient(x)
