@@ -9,9 +9,12 @@ ops. A failure is localised node by node, with the mechanism, the rule your bwd 
 where it can be recovered, a fix in JAX spelling and your line. See
 docs/pytorch-and-jax.md.
 
-Importing the check turns on JAX's 64-bit mode (``jax_enable_x64``), as ``--engine jax``
-does: without it JAX would quietly compute a float64 input in float32. Arrays keep their
-dtype: float32 inputs are checked in float32, float64 in float64.
+Arrays keep their dtype: float64 inputs are checked in float64, float32 in float32. The
+function is traced with JAX's 64-bit mode (``jax_enable_x64``) on where its differentiated
+inputs are float64 (without it JAX would quietly compute them in float32) and off, JAX's
+default, where they are float32, so that its Python and NumPy constants stay float32 as
+they do in a default session. The check replays the trace with the stock JAX adapter,
+whose import turns 64-bit mode on for the process, as ``--engine jax`` does.
 """
 
 from __future__ import annotations

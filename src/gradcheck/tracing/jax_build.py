@@ -23,6 +23,7 @@ from .naming import assigned, is_part, rule_texts
 from .opaque import OpaqueOp, declare, stop_op
 from .program import Program, TraceError, call, numpy_dtype
 
+CASE_FILE = "or write the case in a case file (`gradcheck run`)"
 # Shorter binding names for the primitives whose own are long
 _SHORT = {"dot_general": "product", "broadcast_in_dim": "broadcast", "integer_pow": "power",
           "conv_general_dilated": "conv", "convert_element_type": "cast",
@@ -70,9 +71,8 @@ class Builder:
         if complex_ is not None:
             at = f" at {step.where.quoted()}" if step.where else ""
             raise TraceError(
-                f"fn computes a {complex_.dtype} value{at} ({step.name}): gradcheck checks "
-                "real gradients; write the function on real and imaginary parts as real "
-                "arrays, or write the case in a case file"
+                f"fn computes a {complex_.dtype} value{at}: gradcheck checks real gradients; "
+                f"write the function on real and imaginary parts as real arrays, {CASE_FILE}"
             )
         if step.name == "stop_gradient":
             stop_op("stop_gradient")

@@ -19,13 +19,12 @@ import numpy as np
 
 from ..engines.stock.jax import JaxEngine  # switches 64-bit mode on: float64 stays float64
 from .checking import Traced
-from .jax_build import Builder
+from .jax_build import CASE_FILE, Builder
 from .jax_trace import SKIPPED, Trace, user_line, where_of
 from .program import Program, TraceError, Where
 
 _CONCRETE = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
              jax.errors.TracerIntegerConversionError)  # fmt: skip
-_CASE_FILE = "or write the case in a case file (`gradcheck run`)"
 
 
 @dataclass
@@ -50,7 +49,7 @@ class Inputs:
 def trace(fn: Callable[..., Any], args: tuple, kwargs: dict, argnums: Any = None) -> Traced:
     """Trace `fn` on `args` with ``jax.make_jaxpr`` and write it out as a program."""
     name = _name(fn)
-    inputs = prepare(fn, args, kwargs, argnums)
+    inputs = prepare(fn, args, kwargs, argnums, name)
     values = [inputs.leaves[i] for i in inputs.wrt]
     shapes: list[Any] = []
 
@@ -59,8 +58,12 @@ def trace(fn: Callable[..., Any], args: tuple, kwargs: dict, argnums: Any = None
         shapes.append([_kind(o) for o in leaves])
         return [o for o in leaves if isinstance(o, jax.Array)]
 
+    # 64-bit mode as the inputs need it: on for float64, off (JAX's default) for a float32
+    # function, whose Python and NumPy constants then stay float32 as they do in its session
+    x64 = jax.enable_x64(any(np.dtype(v.dtype) == np.float64 for v in values))
     try:
-        closed = jax.make_jaxpr(flat)(*values)
+        with x64:
+            closed = jax.make_jaxpr(flat)(*values)
     except _CONCRETE as e:
         raise _concrete(e, name) from None
     _check_outputs(shapes[-1], closed, fn, name)
@@ -68,9 +71,9 @@ def trace(fn: Callable[..., Any], args: tuple, kwargs: dict, argnums: Any = None
     traced = Trace.of(closed, values, [True] * len(values), names)
     if not all(v.live for v in traced.outputs):
         raise TraceError(
-            f"{name}'s output does not depend on any differentiated input{_at(fn)}: its "
+            f"the output of {name}{_at(fn)} does not depend on any differentiated input: its "
             "gradient is zero; check that it uses its float array arguments (argnums= picks "
-            f"them), {_CASE_FILE}"
+            f"them), {CASE_FILE}"
         )
     program = _program(traced)
     builder = Builder(traced, program)
@@ -82,17 +85,21 @@ def trace(fn: Callable[..., Any], args: tuple, kwargs: dict, argnums: Any = None
         outs = [o.reshape(-1) for o in flat(*diff)]
         return outs[0] if len(outs) == 1 else jax.numpy.concatenate(outs)
 
-    value, pull = jax.vjp(whole, *values)
+    with x64:
+        value, pull = jax.vjp(whole, *values)
 
     def own_grads(cotangent: np.ndarray) -> list[np.ndarray]:
         """fn's own gradient, by jax.vjp of fn itself."""
         seed = np.asarray(cotangent).reshape(-1).astype(value.dtype)
-        return [np.asarray(g) for g in pull(seed)]
+        with x64:
+            return [np.asarray(g) for g in pull(seed)]
 
     return Traced(program, engine, np.asarray(value), own_grads, name, "jax")
 
 
-def prepare(fn: Callable[..., Any], args: tuple, kwargs: dict, argnums: Any) -> Inputs:
+def prepare(
+    fn: Callable[..., Any], args: tuple, kwargs: dict, argnums: Any, name: str = "fn"
+) -> Inputs:
     """Name every leaf of the arguments (the parameter's name, then its path in the pytree)
     and pick the differentiated ones: the float arrays of the positional arguments in
     `argnums` (every positional argument when None)."""
@@ -110,16 +117,18 @@ def prepare(fn: Callable[..., Any], args: tuple, kwargs: dict, argnums: Any) -> 
             continue
         if jax.dtypes.issubdtype(leaf.dtype, np.complexfloating):
             raise TraceError(
-                f"{names[-1]} is a complex array ({leaf.dtype}): gradcheck checks real "
+                f"{names[-1]}, an argument of {name}{_at(fn)}, is a complex array "
+                f"({leaf.dtype}): gradcheck checks real "
                 "gradients; pass the real and imaginary parts as two real arrays, "
-                f"{_CASE_FILE}"
+                f"{CASE_FILE}"
             )
         if jax.dtypes.issubdtype(leaf.dtype, np.floating):
             wrt.append(i)
     if not wrt:
         among = " among argnums" if argnums is not None else ""
         raise TraceError(
-            f"fn has no float array argument to differentiate{among} (Python numbers and "
+            f"{name}{_at(fn)} has no float array argument to differentiate{among} (Python "
+            "numbers and "
             "keyword arguments are constants, as under jax.grad); pass "
             "the inputs as arrays"
         )
@@ -164,32 +173,36 @@ def _key_text(key: Any) -> str:
     return str(key)
 
 
-def _kind(leaf: Any) -> str:
-    """What fn returned, as a refusal names it: '' for a float array."""
+def _kind(leaf: Any) -> tuple[str, str]:
+    """What fn returned, as a refusal names it: ("float", ""), ("array", "an array of
+    int64"), or ("other", "a float") for what is no JAX array at all."""
     if not isinstance(leaf, jax.Array):
-        return type(leaf).__name__
+        return "other", f"a {type(leaf).__name__}"
+    if jax.dtypes.issubdtype(leaf.dtype, np.floating):
+        return "float", ""
     if jax.dtypes.issubdtype(leaf.dtype, np.complexfloating):
-        return f"a complex array ({leaf.dtype})"
-    return "" if jax.dtypes.issubdtype(leaf.dtype, np.floating) else f"an array of {leaf.dtype}"
+        return "array", f"a complex array ({leaf.dtype})"
+    return "array", f"an array of {leaf.dtype}"
 
 
-def _check_outputs(kinds: list[str], closed: Any, fn: Callable[..., Any], name: str) -> None:
-    bad = sorted({k for k in kinds if k})
-    if kinds and not bad:
-        return
-    if not kinds or any(not k.startswith(("a complex", "an array")) for k in bad):
-        said = ", ".join(b for b in bad if not b.startswith(("a complex", "an array")))
+def _check_outputs(
+    kinds: list[tuple[str, str]], closed: Any, fn: Callable[..., Any], name: str
+) -> None:
+    others = sorted({said for kind, said in kinds if kind == "other"})
+    if not kinds or others:
         raise TraceError(
-            f"{name} returns {said or 'nothing'}{_at(fn)}: gradcheck checks a function whose "
-            "outputs are float JAX arrays (return the array, not float(x), .item() or a NumPy "
-            f"array), {_CASE_FILE}"
+            f"{name} returns {', '.join(others) or 'nothing'}{_at(fn)}: gradcheck checks a "
+            "function whose outputs are float JAX arrays (return the array, not float(x), "
+            f".item() or a NumPy array), {CASE_FILE}"
         )
-    line = next((user_line(e) for e in reversed(closed.jaxpr.eqns) if user_line(e)), None)
-    at = f" at {line.quoted()}" if line else _at(fn)
-    raise TraceError(
-        f"{name} returns {' and '.join(bad)}{at}: it has no real gradient to check; return "
-        f"the float value it is computed from, {_CASE_FILE}"
-    )
+    arrays = sorted({said for kind, said in kinds if kind == "array"})
+    if arrays:
+        line = next((user_line(e) for e in reversed(closed.jaxpr.eqns) if user_line(e)), None)
+        at = f" at {line.quoted()}" if line else _at(fn)
+        raise TraceError(
+            f"{name} returns {' and '.join(arrays)}{at}: it has no real gradient to check; "
+            f"return the float value it is computed from, {CASE_FILE}"
+        )
 
 
 def _concrete(e: Exception, name: str) -> TraceError:
@@ -202,12 +215,15 @@ def _concrete(e: Exception, name: str) -> TraceError:
     elif isinstance(e, jax.errors.TracerIntegerConversionError):
         what = "uses a value that depends on its inputs as a Python int (an index, a shape)"
         instead = "index with jax.numpy (jnp.take, lax.dynamic_slice)"
-    else:
+    elif isinstance(e, jax.errors.TracerBoolConversionError):
         what = "branches on a value that depends on its inputs (Python control flow)"
         instead = "write the branch with jnp.where or jax.lax.cond"
+    else:
+        what = "reads a value that depends on its inputs as a Python value (int(), float())"
+        instead = "keep it an array (jnp.where, jax.lax.cond, jnp.take)"
     return TraceError(
         f"{name} {what}{at}: jax.make_jaxpr traces it with no value there "
-        f"({type(e).__name__}); {instead}, {_CASE_FILE}"
+        f"({type(e).__name__}); {instead}, {CASE_FILE}"
     )
 
 

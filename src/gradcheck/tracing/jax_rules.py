@@ -12,6 +12,7 @@ fix states its rule; `rule_line` is where the user wrote the rule (the bwd, the 
 from __future__ import annotations
 
 import ast
+import linecache
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -77,7 +78,9 @@ def _evaluate(jaxpr: Any, consts: Sequence[Any], args: list[Any]) -> list[Any]:
     env.update(zip(jaxpr.invars, args, strict=True))
 
     def read(atom: Any) -> Any:
-        return _widen(np.asarray(atom.val)) if isinstance(atom, jex.Literal) else env[atom]
+        if isinstance(atom, jex.Literal):
+            return _widen(np.asarray(atom.val, dtype=atom.aval.dtype))
+        return env[atom]
 
     for eqn in jaxpr.eqns:
         outs = _evaluate_eqn(eqn, [read(a) for a in eqn.invars])
@@ -175,7 +178,13 @@ def rule_line(step: Step) -> Where | None:
     """Where the user wrote a custom rule: a custom_vjp's bwd, a custom_jvp's jvp."""
     rule = step.eqn.params.get("bwd", step.eqn.params.get("jvp_jaxpr_fun"))
     found = source(getattr(rule, "debug_info", None))
-    return where_of(found[1], found[2], found[0]) if found else None
+    if found is None:
+        return None
+    name, file, line = found
+    # JAX names a decorated function's first line, its decorator's: the def is the rule's
+    while linecache.getline(file, line).lstrip().startswith("@"):
+        line += 1
+    return where_of(file, line, name)
 
 
 def param_names(step: Step, slots: list[int]) -> list[str]:

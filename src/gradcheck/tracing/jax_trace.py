@@ -242,6 +242,6 @@ def _known(aval: Any, value: Any, *, live: bool, name: str) -> Val:
 
 def _read(env: dict[Any, Val], atom: Any) -> Val:
     if isinstance(atom, jex.Literal):
-        value = np.asarray(atom.val)
+        value = np.asarray(atom.val, dtype=atom.aval.dtype)  # a Python float: the aval's dtype
         return Val(value.shape, atom.aval.dtype, False, value=value, known=True, literal=True)
     return env[atom]

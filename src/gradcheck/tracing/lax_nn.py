@@ -89,13 +89,13 @@ def _conv(e: Emit, q: Eqn) -> str:
     if filters in ("OIHW", "OIW"):
         attrs["filter_format"] = filters
     text = call(f"conv{rank}d", x_text, w_text, **attrs)
-    if _DATA[rank].get(lhs) == data and out == lhs:
+    if x_text == x.text and out == lhs:
         return text
     # the channels-last result, as the output spec lays it out
     back = [0] * (rank + 2)
     for position, axis in enumerate([out[0], *out[2:], out[1]]):
         back[axis] = position
-    return call("transpose", e.bind(text, "conv"), perm=back)
+    return text if back == sorted(back) else call("transpose", e.bind(text, "conv"), perm=back)
 
 
 # -- windowed reductions -------------------------------------------------------------------
@@ -120,7 +120,7 @@ def _pool(e: Emit, q: Eqn) -> str:
     spatial = list(range(1, x.ndim - 1)) if last else list(range(2, x.ndim))
     ksize, steps = [int(window[a]) for a in spatial], [int(strides[a]) for a in spatial]
     padding = _padding(x, ksize, steps, [pads[a] for a in spatial], data, rank)
-    kind = "max" if q.name == "reduce_window_max" else "avg"
+    kind = "avg" if q.name == "reduce_window_sum" else "max"
     text = x.text if q.name != "reduce_window_min" else e.bind(f"-{x.text}", "negated")
     pooled = call(f"{kind}_pool{rank}d", text, ksize=ksize, strides=steps, padding=padding,
                   data_format=data)  # fmt: skip

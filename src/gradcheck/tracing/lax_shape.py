@@ -73,7 +73,7 @@ def _rev(e: Emit, q: Eqn) -> str:
 @lax("split")
 def _split(e: Emit, q: Eqn) -> list[str]:
     sizes = [int(s) for s in q.params["sizes"]]
-    parts = e.bind(call("split", q.x.text, sizes, axis=int(q.params["axis"])), "parts")
+    parts = e.bind(call("split", q.x.text, num_or_sizes=sizes, axis=int(q.params["axis"])), "parts")
     return [f"{parts}[{i}]" for i in range(len(sizes))]
 
 
