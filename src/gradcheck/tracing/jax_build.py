@@ -15,12 +15,14 @@ from typing import Any
 
 import numpy as np
 
+from ..ops import get_op
+from .jax_opaque import Equation, JaxCall, declare_call
 from .jax_primitives import LAX, Emit, Eqn, Unmapped, V
-from .jax_rules import forward, numpy_forward, param_names, right_vjp, rule_line, runner, single_op
-from .jax_trace import Step, Trace, Val, called
+from .jax_rules import param_names, single_op
+from .jax_trace import Step, Trace, Val
 from .lax_table import number
-from .naming import assigned, is_part, rule_texts
-from .opaque import OpaqueOp, declare, stop_op
+from .naming import assigned, is_part
+from .opaque import OpaqueOp, stop_op
 from .program import Program, TraceError, call, numpy_dtype
 
 CASE_FILE = "or write the case in a case file (`gradcheck run`)"
@@ -40,7 +42,7 @@ class Builder:
         self.text: dict[Val, str] = dict(zip(trace.inputs, program.wrt, strict=True))
         self.constants: dict[Val, str] = {}
         self.opaque: dict[tuple, OpaqueOp] = {}
-        self.declared: dict[tuple[str, str], int] = {}  # (name, origin) -> ops so named
+        self.declared: dict[tuple[str, str | None], int] = {}  # (name, origin) -> ops so named
         self.methods: dict[str, Callable[..., Any]] = {}
 
     # -- the walk ------------------------------------------------------------------------
@@ -97,11 +99,16 @@ class Builder:
             return self._opaque(step, reason="no gradcheck op says it")
         args = [self._operand(v) for v in step.inputs]
         emit = Emit(self._bind_part(step), self._constant)
+        mark = self.program.mark()
         try:
             out = entry(emit, Eqn(step.name, args, dict(step.eqn.params),
                                   [v.shape for v in step.outputs]))  # fmt: skip
         except Unmapped as why:
+            self.program.rollback(mark)  # what the entry wrote before it gave up
             return self._opaque(step, reason=str(why))
+        except Exception as e:  # a gap in gradcheck's table: the node is still checked
+            self.program.rollback(mark)
+            return self._opaque(step, reason=f"gradcheck's mapping of it failed: {e!r}")
         return out if isinstance(out, list) else [out]
 
     def _bind_part(self, step: Step) -> Callable[[str, str], str]:
@@ -154,45 +161,31 @@ class Builder:
         return [index.get(k) for k in range(len(step.outputs))]
 
     def _declare(self, step: Step, slots: list[int], reason: str | None) -> OpaqueOp:
+        target = Equation(step.eqn)
         integer = [k for k, i in enumerate(slots) if not step.inputs[i].floating]
-        params = param_names(step, slots)
-        count = sum(1 for v in step.outputs if v.live)
-        wide = forward(step, slots)
-        run = runner(step, slots)
-
-        def method(engine: Any, *arrays: Any) -> Any:
-            outs = run(*arrays)
-            return tuple(outs) if count > 1 else outs[0]
-
-        texts: dict[str, tuple] = {}
-        if step.custom:
-            name, where = _base(step), rule_line(step)
-            kind = "custom_vjp" if step.name == "custom_vjp_call" else "custom_jvp"
-            same = single_op(step) if not integer else None
-            primal_is = ""
-            if same is not None and len(same.params) == len(slots):
-                params, texts = list(same.params), rule_texts(same)
-                primal_is = f" whose primal is {same.name}"
-            label = f"{name} (a jax.{kind}{primal_is})"
-            kind = "function"
-        else:
-            name, kind, where = f"lax_{step.name}", "framework", step.where
-            label = f"lax.{step.name}"
-            self.program.notes.append(
-                f"{label}{f' at {step.where}' if step.where else ''} maps to no gradcheck op "
-                f"({reason}): checked as one opaque node, by finite differences of JAX's "
-                "forward"
-            )
-        origin = str(where) if where is not None else f"<traced {kind}>"
-        k = self.declared[(name, origin)] = self.declared.get((name, origin), 0) + 1
-        opaque = declare(
-            name if k == 1 else f"{name}{k}", params=params, forward=numpy_forward(wide, count),
-            method=method, kind=kind, label=label, where=where,
-            integer=[params[k] for k in integer], outputs=count if count > 1 else None,
-            vjps=[None if j in integer else right_vjp(wide, j, count) for j in range(len(slots))],
-            texts=texts,
+        same = single_op(step) if step.custom and not integer else None
+        names = param_names(step, slots)
+        if names is None:  # the user's are unknown: the op's where the primal is one
+            names = list(get_op(same).params) if same else [f"x{k}" for k in range(len(slots))]
+        call = JaxCall(
+            target, names, fixed={i: v.value for i, v in enumerate(step.inputs) if v.literal},
+            picks=[k for k, v in enumerate(step.outputs) if v.live], integer=integer, same=same,
         )  # fmt: skip
-        self.methods[opaque.op.name] = method
+        if step.custom:
+            name, where = target.name, target.rule_line()
+        else:
+            name, where = f"lax_{step.name}", step.where
+            self.program.notes.append(
+                f"lax.{step.name}{f' at {step.where}' if step.where else ''} maps to no "
+                f"gradcheck op ({reason}): checked as one opaque node, by finite differences "
+                "of JAX's forward"
+            )
+        # the same op again elsewhere (another shape, other literals): a name of its own,
+        # as one name of one origin is one op of the registry
+        origin = str(where) if where is not None else None
+        k = self.declared[(name, origin)] = self.declared.get((name, origin), 0) + 1
+        opaque = declare_call(call, step.where, name if k == 1 else f"{name}{k}")
+        self.methods[opaque.op.name] = opaque.method
         self.program.opaque[opaque.op.name] = opaque
         return opaque
 
@@ -206,17 +199,15 @@ def _key(step: Step, slots: list[int]) -> tuple:
     """What makes two steps one opaque op: the same equation (its parameters, custom rules'
     primals included, printed), at the same shapes, with the same literals."""
     params = tuple(sorted((k, str(v)) for k, v in step.eqn.params.items() if k not in _RULES))
-    rule = rule_line(step) if step.custom else None
+    rule = Equation(step.eqn).rule_line() if step.custom else None
     literals = tuple(repr(v.value.tolist()) for v in step.inputs if v.literal)
     shapes = tuple((step.inputs[i].shape, str(step.inputs[i].dtype)) for i in slots)
     return step.name, str(rule), params, literals, shapes
 
 
 def _base(step: Step) -> str:
-    """A step's name for its binding and, for a custom rule, its op: the function's."""
-    if step.custom:
-        return called(step.eqn) or step.name.removesuffix("_call")
-    return _SHORT.get(step.name, step.name)
+    """A step's name for its binding: a custom rule's function's, a primitive's own."""
+    return Equation(step.eqn).name if step.custom else _SHORT.get(step.name, step.name)
 
 
 def _made_by(step: Step) -> str:

@@ -17,9 +17,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from ..engines.stock.jax import JaxEngine  # switches 64-bit mode on: float64 stays float64
 from .checking import Traced
 from .jax_build import CASE_FILE, Builder
+from .jax_opaque import engine_class
 from .jax_trace import SKIPPED, Trace, user_line, where_of
 from .program import Program, TraceError, Where
 
@@ -66,6 +66,13 @@ def trace(fn: Callable[..., Any], args: tuple, kwargs: dict, argnums: Any = None
             closed = jax.make_jaxpr(flat)(*values)
     except _CONCRETE as e:
         raise _concrete(e, name) from None
+    except Exception as e:  # the user's own error, said as theirs, at their line
+        where = _raised_at(e)
+        raise TraceError(
+            f"{name} raised {type(e).__name__}{f' at {where.quoted()}' if where else ''} when "
+            f"traced: {str(e).splitlines()[0] if str(e) else ''} (it is traced once by "
+            "jax.make_jaxpr, at the arguments' shapes and dtypes)"
+        ) from e
     _check_outputs(shapes[-1], closed, fn, name)
     names = [inputs.names[i] for i in inputs.wrt]
     traced = Trace.of(closed, values, [True] * len(values), names)
@@ -79,7 +86,7 @@ def trace(fn: Callable[..., Any], args: tuple, kwargs: dict, argnums: Any = None
     builder = Builder(traced, program)
     builder.build(traced.outputs)
     custom_vjps = [o.label for o in program.opaque.values() if "jax.custom_vjp" in o.label]
-    engine = _engine(builder.methods, name, custom_vjps)
+    engine = engine_class(builder.methods, name, custom_vjps)
 
     def whole(*diff: Any) -> Any:
         outs = [o.reshape(-1) for o in flat(*diff)]
@@ -260,27 +267,3 @@ def _program(traced: Trace) -> Program:
 def _name(fn: Any) -> str:
     name = getattr(fn, "__name__", "")
     return name if name.isidentifier() and name != "<lambda>" else "fn"
-
-
-def _engine(methods: dict[str, Callable[..., Any]], name: str, custom_vjps: list[str]) -> type:
-    """The stock JAX adapter with the opaque ops' methods and the stop op's, a class of
-    its own: its compiled programs are keyed by it, never shared with another trace's."""
-
-    def jvp(engine: Any, fn: Callable[..., Any], primals: Any, tangents: Any) -> Any:
-        try:
-            return JaxEngine.jvp(engine, fn, primals, tangents)
-        except NotImplementedError as e:  # SPEC §12: unsupported, naming the custom_vjp
-            said = str(e).splitlines()[0].partition("JAX: ")[2]
-            raise NotImplementedError(
-                f"{' and '.join(custom_vjps)} has no forward-mode rule (JAX: {said})"
-            ) from None
-
-    return type("TracedJaxEngine", (JaxEngine,), {
-        "name": f"jax ({name}, traced)", "stop_gradient": _cut, **methods,
-        **({"jvp": jvp} if custom_vjps else {}),
-        "__doc__": f"{name}, replayed node by node through JAX",
-    })  # fmt: skip
-
-
-def _cut(engine: Any, x: Any) -> Any:
-    return jax.lax.stop_gradient(x)

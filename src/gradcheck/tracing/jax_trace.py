@@ -187,7 +187,7 @@ def inlined(eqn: Any) -> tuple[Any, Any] | None:
     return (called_, ()) if isinstance(called_, jex.Jaxpr) else None
 
 
-def primal(eqn: Any) -> tuple[Any, Any] | None:
+def primal_of(eqn: Any) -> tuple[Any, Any] | None:
     """What an equation computes with no custom rule: a call's jaxpr, a custom rule's primal
     (what its right gradient is JAX's autodiff of)."""
     if eqn.primitive.name in CUSTOM:
