@@ -45,24 +45,38 @@ class Inputs:
         args, kwargs = jax.tree_util.tree_unflatten(self.tree, leaves)
         return fn(*args, **kwargs)
 
+    def name_of(self, constant: Any) -> str:
+        """The name of the argument a constant of the trace is (closed over, as JAX keeps
+        it or converted to an array of the same values); '' for any other constant."""
+        for i, (leaf, name) in enumerate(zip(self.leaves, self.names, strict=True)):
+            if i in self.wrt or not isinstance(leaf, (np.ndarray, jax.Array)):
+                continue
+            if leaf is constant or (
+                np.shape(leaf) == np.shape(constant)
+                and np.dtype(leaf.dtype) == np.dtype(constant.dtype)
+                and np.array_equal(np.asarray(leaf), np.asarray(constant))
+            ):
+                return name
+        return ""
+
 
 def trace(fn: Callable[..., Any], args: tuple, kwargs: dict, argnums: Any = None) -> Traced:
     """Trace `fn` on `args` with ``jax.make_jaxpr`` and write it out as a program."""
     name = _name(fn)
     inputs = prepare(fn, args, kwargs, argnums, name)
     values = [inputs.leaves[i] for i in inputs.wrt]
-    shapes: list[Any] = []
+    returned: list[Any] = []
 
     def flat(*diff: Any) -> list[Any]:
         leaves = jax.tree_util.tree_leaves(inputs.call(fn, diff))
-        shapes.append([_kind(o) for o in leaves])
+        returned.append([_kind(o) for o in leaves])
         return [o for o in leaves if isinstance(o, jax.Array)]
 
     # 64-bit mode as the inputs need it: on for float64, off (JAX's default) for a float32
     # function, whose Python and NumPy constants then stay float32 as they do in its session
-    x64 = jax.enable_x64(any(np.dtype(v.dtype) == np.float64 for v in values))
+    wide = any(np.dtype(v.dtype) == np.float64 for v in values)
     try:
-        with x64:
+        with jax.enable_x64(wide):
             closed = jax.make_jaxpr(flat)(*values)
     except _CONCRETE as e:
         raise _concrete(e, name) from None
@@ -73,9 +87,9 @@ def trace(fn: Callable[..., Any], args: tuple, kwargs: dict, argnums: Any = None
             f"traced: {str(e).splitlines()[0] if str(e) else ''} (it is traced once by "
             "jax.make_jaxpr, at the arguments' shapes and dtypes)"
         ) from e
-    _check_outputs(shapes[-1], closed, fn, name)
+    _check_outputs(returned[-1], closed, fn, name)
     names = [inputs.names[i] for i in inputs.wrt]
-    traced = Trace.of(closed, values, [True] * len(values), names)
+    traced = Trace.of(closed, values, names, [inputs.name_of(c) for c in closed.consts])
     if not all(v.live for v in traced.outputs):
         raise TraceError(
             f"the output of {name}{_at(fn)} does not depend on any differentiated input: its "
@@ -92,13 +106,13 @@ def trace(fn: Callable[..., Any], args: tuple, kwargs: dict, argnums: Any = None
         outs = [o.reshape(-1) for o in flat(*diff)]
         return outs[0] if len(outs) == 1 else jax.numpy.concatenate(outs)
 
-    with x64:
+    with jax.enable_x64(wide):
         value, pull = jax.vjp(whole, *values)
 
     def own_grads(cotangent: np.ndarray) -> list[np.ndarray]:
         """fn's own gradient, by jax.vjp of fn itself."""
         seed = np.asarray(cotangent).reshape(-1).astype(value.dtype)
-        with x64:
+        with jax.enable_x64(wide):
             return [np.asarray(g) for g in pull(seed)]
 
     return Traced(program, engine, np.asarray(value), own_grads, name, "jax")

@@ -57,7 +57,11 @@ class Equation:
         return self.eqn.primitive.name.removesuffix("_call")
 
     def run(self, args: list[Any]) -> list[Any]:
-        return bind(self.eqn, args)
+        # a case's integer constants are int64: the equation was typed with its own
+        avals = [v.aval for v in self.eqn.invars]
+        typed = [a if jax.dtypes.issubdtype(aval.dtype, np.inexact) else jnp.asarray(a, aval.dtype)
+                 for a, aval in zip(args, avals, strict=True)]  # fmt: skip
+        return bind(self.eqn, typed)
 
     def primal(self, args: list[Any]) -> list[Any]:
         return _evaluate_eqn(self.eqn, args)
@@ -211,6 +215,7 @@ def right_vjp(call: JaxCall, k: int, count: int) -> Callable[..., Any]:
 def engine_class(methods: dict[str, Callable[..., Any]], name: str, custom_vjps: list[str]) -> type:
     """The stock JAX adapter with the opaque ops' methods and the cut's, a class of its
     own: its compiled programs are keyed by it, never shared with another trace's."""
+
     def jvp(engine: Any, fn: Callable[..., Any], primals: Any, tangents: Any) -> Any:
         try:
             return JaxEngine.jvp(engine, fn, primals, tangents)
@@ -275,4 +280,3 @@ def _wide_dtype(value: Any) -> Any:
     except TypeError:
         return value
     return np.dtype(np.float64) if floating else value
-

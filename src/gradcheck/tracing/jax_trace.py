@@ -22,6 +22,7 @@ import os
 import re
 import sys
 import sysconfig
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,21 +96,25 @@ class Trace:
     outputs: list[Val] = field(default_factory=list)
 
     @classmethod
-    def of(cls, closed: Any, values: list[Any], live: list[bool], names: list[str]) -> Trace:
-        """The trace of `closed` (a ``ClosedJaxpr``) on `values`, the live ones marked."""
+    def of(cls, closed: Any, values: list[Any], names: list[str], constants: list[str]) -> Trace:
+        """The trace of `closed` (a ``ClosedJaxpr``) on `values`, its differentiated inputs
+        named `names`; `constants` names its constants (a closed-over argument's name)."""
         trace = cls()
-        for var, value, is_live, name in zip(closed.jaxpr.invars, values, live, names,
-                                             strict=True):  # fmt: skip
-            trace.inputs.append(_known(var.aval, value, live=is_live, name=name))
-        trace.outputs = trace.walk(closed.jaxpr, closed.consts, trace.inputs, None)
+        for var, value, name in zip(closed.jaxpr.invars, values, names, strict=True):
+            trace.inputs.append(_known(var.aval, value, live=True, name=name))
+        trace.outputs = trace.walk(closed.jaxpr, closed.consts, trace.inputs, None, constants)
         return trace
 
-    def walk(self, jaxpr: Any, consts: Any, ins: list[Val], where: Where | None) -> list[Val]:
+    def walk(
+        self, jaxpr: Any, consts: Any, ins: list[Val], where: Where | None,
+        names: Sequence[str] = (),
+    ) -> list[Val]:  # fmt: skip
         """Flatten `jaxpr`'s equations on `ins`; its outputs. `where`: the user's line that
-        called it, for equations whose own frames are all JAX's (a library function's)."""
+        called it, for equations whose own frames are all JAX's (a library function's);
+        `names`, its constants' names where they are the function's arguments."""
         env: dict[Any, Val] = {}
-        for var, value in zip(jaxpr.constvars, consts, strict=True):
-            env[var] = _known(var.aval, value, live=False, name="")
+        for k, (var, value) in enumerate(zip(jaxpr.constvars, consts, strict=True)):
+            env[var] = _known(var.aval, value, live=False, name=names[k] if names else "")
         env.update(zip(jaxpr.invars, ins, strict=True))
         for eqn in jaxpr.eqns:
             args = [_read(env, a) for a in eqn.invars]
