@@ -95,11 +95,25 @@ def test_several_outputs_are_checked_as_one() -> None:
     assert any("checked as one" in note for note in result.notes)
 
 
+WRAPPED = {"jit": (tj.jitted, "float64"), "checkpoint": (tj.checkpointed, "float64"),
+           "vmap": (tj.vmapped, "float64"), "bfloat16": (tj.in_bfloat16, "bfloat16")}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(WRAPPED))
+def test_what_jax_wraps_around_ops_is_traced_through(name: str) -> None:
+    fn, dtype = WRAPPED[name]
+    result = gj.check(fn, normal(3, 4).astype(jnp.dtype(dtype)))
+    assert result.passed, result.report()
+    assert not result.program.opaque and result.program.dtype == jnp.dtype(dtype).name
+
+
 def test_a_primitive_no_registry_op_says_is_checked_by_finite_differences() -> None:
     result = gj.check(lambda x, y: jnp.sum(jnp.arctan2(x, y) ** 2), normal(3, 4), normal(3, 4))
     assert result.passed
     assert list(result.program.opaque) == ["lax_atan2"] and result.case.reference == "numeric"
     assert any("lax.atan2" in note and "finite differences" in note for note in result.notes)
+    updated = gj.check(tj.updated, normal(3, 4))  # x.at[...]: scatters
+    assert updated.passed and set(updated.program.opaque) == {"lax_scatter", "lax_scatter_add"}
 
 
 # -- custom rules ---------------------------------------------------------------------------

@@ -203,3 +203,27 @@ def constant(x):
 
 def mismatched(x):
     return x @ jnp.ones((7, 2))
+
+
+# -- what JAX wraps around ops: traced through ----------------------------------------------
+
+
+@jax.jit
+def jitted(x):
+    return jnp.sin(x) * 2.0
+
+
+def checkpointed(x):
+    return jax.checkpoint(lambda v: jnp.tanh(v) ** 2)(x).sum()
+
+
+def vmapped(x):
+    return jax.vmap(lambda row: jnp.dot(row, row))(x)
+
+
+def in_bfloat16(x):
+    return jnp.exp(x).sum()  # JAX computes it in float32 and rounds back
+
+
+def updated(x):
+    return x.at[0].set(x[1] * 2.0).sum() + x.at[:, 1].add(3.0 * x[:, 0]).sum()

@@ -98,11 +98,12 @@ class Builder:
         if entry is None:
             return self._opaque(step, reason="no gradcheck op says it")
         args = [self._operand(v) for v in step.inputs]
+        shapes = [v.shape for v in step.outputs]
+        eqn = Eqn(step.name, args, dict(step.eqn.params), shapes, self.program.dtype)
         emit = Emit(self._bind_part(step), self._constant)
         mark = self.program.mark()
         try:
-            out = entry(emit, Eqn(step.name, args, dict(step.eqn.params),
-                                  [v.shape for v in step.outputs]))  # fmt: skip
+            out = entry(emit, eqn)
         except Unmapped as why:
             self.program.rollback(mark)  # what the entry wrote before it gave up
             return self._opaque(step, reason=str(why))
@@ -174,7 +175,7 @@ class Builder:
         if step.custom:
             name, where = target.name, target.rule_line()
         else:
-            name, where = f"lax_{step.name}", step.where
+            name, where = f"lax_{step.name.replace('-', '_')}", step.where  # scatter-add
             self.program.notes.append(
                 f"lax.{step.name}{f' at {step.where}' if step.where else ''} maps to no "
                 f"gradcheck op ({reason}): checked as one opaque node, by finite differences "

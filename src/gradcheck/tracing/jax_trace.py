@@ -41,7 +41,7 @@ SKIPPED = (
     "<frozen",
 )
 _JAX = os.path.dirname(jax.__file__) + os.sep
-CALLS = ("jit", "pjit", "closed_call", "core_call", "checkpoint", "remat")
+CALLS = ("jit", "pjit", "closed_call", "core_call", "checkpoint", "remat", "remat2")
 CUSTOM = ("custom_vjp_call", "custom_jvp_call")
 # JAX's own functions kept whole, by the name its jaxpr gives them: the primitive that
 # calls them, and the registry op they are

@@ -51,13 +51,14 @@ class V:
 
 @dataclass
 class Eqn:
-    """One equation as an entry sees it: the primitive's name, its operands, its parameters
-    and its outputs' shapes."""
+    """One equation as an entry sees it: the primitive's name, its operands, its parameters,
+    its outputs' shapes and the case's dtype (what every value of the expression is in)."""
 
     name: str
     args: list[V]
     params: dict[str, Any]
     out: list[tuple[int, ...]] = field(default_factory=list)
+    dtype: str = "float64"
 
     @property
     def x(self) -> V:
