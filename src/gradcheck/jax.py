@@ -2,12 +2,13 @@
 
 `fn` is any function of JAX or NumPy arrays, pytrees of them included (a dict of
 parameters). gradcheck traces it once with ``jax.make_jaxpr`` into its own expression
-graph, equation by equation (``jit`` inlined; a ``jax.custom_vjp`` or a ``custom_jvp`` of
-your own is one node, whose gradient is your rule), and checks the gradient against
-finite differences, and against TensorFlow where every equation maps onto gradcheck's
-ops. A failure is localised node by node, with the mechanism, the rule your bwd computes
-where it can be recovered, a fix in JAX spelling and your line. See
-docs/pytorch-and-jax.md.
+graph, equation by equation (``jit`` inlined; a ``jax.custom_vjp``, or a
+``jax.custom_jvp`` defined outside JAX, is one node whose gradient is the user's rule; a
+primitive no gradcheck op says is one node too), and checks the gradient against
+TensorFlow where every equation maps onto gradcheck's ops, else against finite
+differences (``reference="both"``: both). A failure is localised node by node, with the
+mechanism, the rule the bwd computes where it can be recovered, a fix in JAX spelling
+and the user's line. See docs/pytorch-and-jax.md.
 
 Arrays keep their dtype: float64 inputs are checked in float64, float32 in float32. The
 function is traced with JAX's 64-bit mode (``jax_enable_x64``) on where its differentiated
@@ -50,11 +51,12 @@ def check(
     held as ``jax.grad`` holds what it does not differentiate. Several outputs are checked
     as one. float32 and float64 take gradcheck's tolerances (SPEC §2; `tolerance`
     ``{"rtol":, "atol":}`` to change them), no step size to tune: the finite differences
-    run in float64. `seed` fixes the check's random cotangent (JAX's own randomness takes a
-    key you pass); `reference` is "numeric", "tensorflow" or "both" (default: both where
-    every equation maps, else numeric); `modes` ``["rev", "fwd"]`` checks forward mode too
-    and `order=2` second order (``check_grads``' ``modes`` and ``order``). Keyword
-    arguments other than these go to `fn`.
+    run in float64. `seed` fixes the check's random cotangent (JAX's own randomness takes the
+    key fn is given); `reference` is "numeric", "tensorflow" or "both" (default: TensorFlow
+    where every equation maps onto gradcheck's ops, else finite differences); `modes`
+    ``["rev", "fwd"]`` checks forward mode too and `order=2` second order (as
+    ``check_grads``' ``modes`` and ``order``; a ``custom_vjp`` has no forward mode: that
+    check is unsupported, in JAX's words). Keyword arguments other than these go to `fn`.
     """
     from .tracing.checking import check_traced
     from .tracing.jax_fn import trace

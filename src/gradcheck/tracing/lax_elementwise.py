@@ -84,8 +84,7 @@ def _clamp(e: Emit, q: Eqn) -> str:
 
 # -- identities and casts ------------------------------------------------------------------
 
-for _name in ("copy", "copy_p"):
-    LAX[_name] = lambda e, q: q.x.text
+LAX["copy"] = lambda e, q: q.x.text
 
 
 @lax("reduce_precision")

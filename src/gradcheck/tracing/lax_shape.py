@@ -43,11 +43,6 @@ def _squeeze(e: Emit, q: Eqn) -> str:
     return call("squeeze", q.x.text, axis=dims) if dims else q.x.text
 
 
-@lax("expand_dims")
-def _expand_dims(e: Emit, q: Eqn) -> str:
-    return call("reshape", q.x.text, shape=list(q.out[0]))
-
-
 @lax("concatenate")
 def _concatenate(e: Emit, q: Eqn) -> str:
     parts = [v.text for v in q.args if 0 not in v.shape]
