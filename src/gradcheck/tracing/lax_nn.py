@@ -8,6 +8,7 @@ from __future__ import annotations
 from string import ascii_letters
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ..ops.pooling import geometry
@@ -19,9 +20,11 @@ for _name in ("relu", "silu", "softplus"):
 
 
 def _same_dtype(q: Eqn) -> None:
+    """A product accumulated in a dtype as precise as the case's is the registry op's (as a
+    cast is; bfloat16's in float32); in a less precise one it rounds, which no op says."""
     preferred = q.params.get("preferred_element_type")
-    need(preferred is None or np.dtype(preferred) == q.x.dtype,
-         f"a {q.name} that accumulates in {preferred}")  # fmt: skip
+    precise = preferred is None or jnp.finfo(preferred).nmant >= jnp.finfo(q.dtype).nmant
+    need(precise, f"a {q.name} that accumulates in {preferred}")
 
 
 # -- products ------------------------------------------------------------------------------
