@@ -261,7 +261,7 @@ def _raised_at(e: Exception) -> Where | None:
 
 
 def _at(fn: Callable[..., Any]) -> str:
-    """`` (fn at file:line)``: where fn is defined, for a refusal about fn as a whole."""
+    """`` (defined at file:line)``: where fn is, for a refusal about fn as a whole."""
     try:
         file, line = inspect.getsourcefile(fn), inspect.getsourcelines(fn)[1]
     except (OSError, TypeError):
@@ -270,6 +270,7 @@ def _at(fn: Callable[..., Any]) -> str:
 
 
 def _program(traced: Trace) -> Program:
+    """The program's differentiated inputs, in the function's order, as NumPy arrays."""
     program = Program(str(np.dtype(traced.inputs[0].dtype)))
     for val in traced.inputs:
         value = np.asarray(val.value)
