@@ -10,6 +10,7 @@ where it is one number. A binding is named after the variable the user's line as
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 from typing import Any
 
@@ -21,9 +22,8 @@ from .jax_primitives import LAX, Emit, Eqn, Unmapped, V
 from .jax_rules import param_names, single_op
 from .jax_trace import Step, Trace, Val
 from .lax_table import number
-from .naming import assigned, is_part
 from .opaque import OpaqueOp, stop_op
-from .program import Program, TraceError, call, numpy_dtype
+from .program import Program, TraceError, Where, call, numpy_dtype
 
 CASE_FILE = "or write the case in a case file (`gradcheck run`)"
 # Shorter binding names for the primitives whose own are long
@@ -83,11 +83,11 @@ class Builder:
             texts = self._opaque(step, reason=None)
         else:
             texts = self._mapped(step)
-        wanted = assigned(step.where) if named else None
+        wanted = _assigned(step.where) if named else None
         for val, text in zip(step.outputs, texts, strict=True):
             if not val.live or text is None:
                 continue
-            if text.isidentifier() or is_part(text):
+            if text.isidentifier() or _is_part(text):
                 self.text[val] = text
             else:
                 self.text[val] = self.program.bind(wanted or _base(step), text, _made_by(step),
@@ -219,3 +219,26 @@ def _made_by(step: Step) -> str:
 
 def _line_key(step: Step) -> Any:
     return (step.where.file, step.where.line) if step.where else id(step)
+
+
+def _assigned(where: Where | None) -> str | None:
+    """The variable the user's line assigns (``h = ...``, ``self.h = ...``), if one."""
+    if where is None or not where.code:
+        return None
+    try:
+        statement = ast.parse(where.code).body[0]
+    except (SyntaxError, IndexError):
+        return None
+    targets = getattr(statement, "targets", None) or [getattr(statement, "target", None)]
+    if len(targets) != 1 or targets[0] is None:
+        return None
+    target = targets[0]
+    if isinstance(target, ast.Attribute):
+        return target.attr
+    return target.id if isinstance(target, ast.Name) else None
+
+
+def _is_part(text: str) -> bool:
+    """Whether `text` is one output of a bound several-output op: ``parts[1]``."""
+    head, _, rest = text.partition("[")
+    return head.isidentifier() and rest[:-1].isdigit() and text.endswith("]")
