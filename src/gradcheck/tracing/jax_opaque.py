@@ -94,9 +94,11 @@ class Custom:
         return jax.tree_util.tree_leaves(self.fn.fun(*args))
 
     def rule_line(self) -> Where | None:
-        rule = self.fn.bwd if self.kind == "custom_vjp" else self.fn.jvp
-        file = inspect.getsourcefile(rule)
-        return _definition(file, rule.__code__.co_firstlineno, rule.__name__) if file else None
+        rule = inspect.unwrap(self.fn.bwd if self.kind == "custom_vjp" else self.fn.jvp)
+        code = getattr(rule, "__code__", None)  # none for a partial: no line to point at
+        if code is None:
+            return None
+        return _definition(code.co_filename, code.co_firstlineno, rule.__name__)
 
 
 @dataclass
