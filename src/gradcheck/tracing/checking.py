@@ -48,8 +48,8 @@ def case_data(traced: Traced, name: str, options: dict[str, Any]) -> dict[str, A
     for key, value in program.inputs.items():
         if value.dtype.kind in "iub":
             inputs[key] = {"values": value.tolist(), "dtype": "int64"}
-        else:
-            inputs[key] = value
+        else:  # bfloat16 (ml_dtypes', no NumPy number the loader reads) as float32: exact
+            inputs[key] = value.astype(np.float32) if value.dtype.kind == "V" else value
     return {
         "name": name,
         "expr": program.source,
