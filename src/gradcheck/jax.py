@@ -62,10 +62,17 @@ def check(
     from .tracing.jax_fn import trace
 
     traced = trace(fn, args, kwargs, argnums)
-    options = {"seed": seed, "modes": list(modes) if modes else None, "order": order,
-               "cotangent": cotangent, "tolerance": tolerance}  # fmt: skip
-    return check_traced(traced, name=name, reference=reference, diagnose=diagnose,
-                        case_options=options)  # fmt: skip
+    return check_traced(
+        traced,
+        name=name,
+        reference=reference,
+        diagnose=diagnose,
+        modes=modes,
+        seed=seed,
+        order=order,
+        cotangent=cotangent,
+        tolerance=tolerance,
+    )
 
 
 def assert_gradients(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> TracedCheck:

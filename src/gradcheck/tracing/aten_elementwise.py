@@ -6,8 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from .aten_table import ATEN, Emit, Entry, V, aten, axes_of, need, operand, scaled
+from .aten_table import ATEN, Entry, aten, axes_of, operand, scaled
 from .program import call, scalar
+from .tables import Emit, V, need
 
 # -- elementwise -------------------------------------------------------------------------
 

@@ -7,8 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from .aten_table import ATEN, Emit, aten, need, operand, scaled
+from .aten_table import ATEN, aten, operand, scaled
 from .program import call
+from .tables import Emit, need
 
 # -- linear algebra ----------------------------------------------------------------------
 

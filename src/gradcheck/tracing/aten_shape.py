@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .aten_table import ATEN, Emit, V, aten, axes_of, need, operand
+from .aten_table import ATEN, aten, axes_of, operand
 from .program import call, index_text
+from .tables import Emit, V, need
 
 _BIG = 2**62  # slice ends at or past this are "to the end"
 

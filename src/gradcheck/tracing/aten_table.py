@@ -6,50 +6,10 @@ share."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from .program import scalar
-
-
-class Unmapped(Exception):
-    """No registry op says this ATen op with these arguments; the message says why."""
-
-
-@dataclass
-class V:
-    """A tensor argument: its shape, traced value (a torch tensor), whether it is a constant
-    (depends on no differentiated input) and its text in the expression, made when first
-    read (a constant an entry reads only by value, a where's mask, adds no input)."""
-
-    shape: tuple[int, ...]
-    value: Any
-    const: bool
-    named: Callable[[], str]
-    _text: str | None = None
-
-    @property
-    def text(self) -> str:
-        if self._text is None:
-            self._text = self.named()
-        return self._text
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    def __str__(self) -> str:
-        return self.text
-
-
-class Emit:
-    """What an entry may do beyond returning texts: bind an intermediate value (an op with
-    several outputs) or add a constant derived from a constant argument."""
-
-    def __init__(self, bind: Callable[[str, str], str], constant: Callable[..., str]) -> None:
-        self.bind = bind  # (text, name wanted) -> name
-        self.constant = constant  # (array, name wanted, integer) -> name
-
+from .tables import Emit, V
 
 Entry = Callable[[Emit, dict[str, Any]], Any]
 ATEN: dict[str, Entry] = {}
@@ -77,11 +37,6 @@ def axes_of(dim: Any, ndim: int) -> Any:
         return None
     dims = dim if isinstance(dim, (list, tuple)) else [dim]
     return [d % max(ndim, 1) for d in dims]
-
-
-def need(condition: bool, why: str) -> None:
-    if not condition:
-        raise Unmapped(why)
 
 
 def scaled(v: Any, alpha: Any) -> str:

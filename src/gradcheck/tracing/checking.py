@@ -17,7 +17,7 @@ the runner with the replaying engine in this process. Around it:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -185,9 +185,12 @@ def check_traced(
     name: str | None,
     reference: str | None,
     diagnose: bool,
-    case_options: dict[str, Any],
+    modes: Sequence[str] | None,
+    **case_options: Any,
 ) -> Any:
-    """Check `traced` as a case, in this process; a `TracedCheck` (`tracing.results`)."""
+    """Check `traced` as a case, in this process; a `TracedCheck` (`tracing.results`).
+    `case_options` are case keys (seed, order, cotangent, tolerance), None where not given."""
+    case_options = {**case_options, "modes": list(modes) if modes else None}
     from ..api.calls import InvalidCaseError, _options, _settings
     from ..cases.loader import load_case
     from ..cases.model import InvalidCase

@@ -10,7 +10,6 @@ where it is one number. A binding is named after the variable the user's line as
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +22,7 @@ from .jax_rules import param_names, single_op
 from .jax_trace import Step, Trace, Val
 from .lax_table import number
 from .opaque import OpaqueOp, stop_op
-from .program import Program, TraceError, Where, call, numpy_dtype
+from .program import Program, TraceError, assigned_name, call, is_part, numpy_dtype
 
 CASE_FILE = "or write the case in a case file (`gradcheck run`)"
 # Shorter binding names for the primitives whose own are long
@@ -57,16 +56,7 @@ class Builder:
         last = {_line_key(s): s for s in kept}
         for step in kept:
             self._write(step, named=last[_line_key(step)] is step)
-        texts = [self.text[v] for v in outputs]
-        if len(texts) == 1:
-            self.program.output = texts[0]
-        else:
-            flat = [call("reshape", t, shape=[-1]) for t in texts]
-            self.program.output = call("concat", f"[{', '.join(flat)}]", axis=0)
-            self.program.notes.append(
-                f"fn returns {len(texts)} arrays: they are checked as one, each flattened "
-                "and concatenated (the cotangent covers them all)"
-            )
+        self.program.set_outputs([self.text[v] for v in outputs], "arrays")
 
     def _write(self, step: Step, named: bool) -> None:
         complex_ = next((v for v in step.outputs if v.live and not v.floating), None)
@@ -83,11 +73,11 @@ class Builder:
             texts = self._opaque(step, reason=None)
         else:
             texts = self._mapped(step)
-        wanted = _assigned(step.where) if named else None
+        wanted = assigned_name(step.where) if named else None
         for val, text in zip(step.outputs, texts, strict=True):
             if not val.live or text is None:
                 continue
-            if text.isidentifier() or _is_part(text):
+            if text.isidentifier() or is_part(text):
                 self.text[val] = text
             else:
                 self.text[val] = self.program.bind(wanted or _base(step), text, _made_by(step),
@@ -117,9 +107,10 @@ class Builder:
 
     # -- values --------------------------------------------------------------------------
     def _operand(self, v: Val) -> V:
+        value = lambda: np.asarray(self.trace.value(v))
         if v.live:
-            return V(v.shape, v.dtype, False, lambda: self.trace.value(v), lambda: self.text[v])
-        return V(v.shape, v.dtype, True, lambda: self.trace.value(v), lambda: self._constant_of(v))
+            return V(v.shape, False, value, lambda: self.text[v], v.dtype)
+        return V(v.shape, True, value, lambda: self._constant_of(v), v.dtype)
 
     def _constant_of(self, v: Val) -> str:
         """A constant's text: a number where it is one (a literal), else an input."""
@@ -219,26 +210,3 @@ def _made_by(step: Step) -> str:
 
 def _line_key(step: Step) -> Any:
     return (step.where.file, step.where.line) if step.where else id(step)
-
-
-def _assigned(where: Where | None) -> str | None:
-    """The variable the user's line assigns (``h = ...``, ``self.h = ...``), if one."""
-    if where is None or not where.code:
-        return None
-    try:
-        statement = ast.parse(where.code).body[0]
-    except (SyntaxError, IndexError):
-        return None
-    targets = getattr(statement, "targets", None) or [getattr(statement, "target", None)]
-    if len(targets) != 1 or targets[0] is None:
-        return None
-    target = targets[0]
-    if isinstance(target, ast.Attribute):
-        return target.attr
-    return target.id if isinstance(target, ast.Name) else None
-
-
-def _is_part(text: str) -> bool:
-    """Whether `text` is one output of a bound several-output op: ``parts[1]``."""
-    head, _, rest = text.partition("[")
-    return head.isidentifier() and rest[:-1].isdigit() and text.endswith("]")

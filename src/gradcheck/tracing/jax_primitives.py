@@ -18,7 +18,8 @@ The entries live by kind in `lax_elementwise` (with selects, casts and reduction
 from __future__ import annotations
 
 from . import lax_elementwise, lax_nn, lax_shape
-from .lax_table import LAX, Emit, Eqn, Unmapped, V
+from .lax_table import LAX, Eqn
+from .tables import Emit, Unmapped, V
 
 KINDS = (lax_elementwise, lax_shape, lax_nn)  # each fills LAX as it is imported
 __all__ = ["KINDS", "LAX", "Emit", "Eqn", "Unmapped", "V"]

@@ -9,7 +9,8 @@ import ast
 from typing import Any
 
 from .jax_trace import Step, Trace, Val
-from .lax_table import LAX, Emit, Eqn, Unmapped, V
+from .lax_table import LAX, Eqn
+from .tables import Emit, Unmapped, V
 
 _OPERATORS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
               ast.MatMult: "matmul", ast.Pow: "pow"}  # fmt: skip
@@ -34,7 +35,7 @@ def single_op(step: Step) -> str | None:
     entry = LAX.get(made.name)
     if entry is None:
         return None
-    args = [V(v.shape, v.dtype, False, lambda: None, lambda i=i: f"a{i}")
+    args = [V(v.shape, False, lambda: None, lambda i=i: f"a{i}", v.dtype)
             for i, v in enumerate(made.inputs)]  # fmt: skip
     try:
         text = entry(Emit(_refuse, _refuse), Eqn(made.name, args, dict(made.eqn.params),

@@ -6,8 +6,9 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from .lax_table import LAX, Emit, Eqn, V, axes, constant_scalar, fit, lax, need, number
+from .lax_table import LAX, Eqn, axes, constant_scalar, fit, lax, number
 from .program import call
+from .tables import Emit, V, need
 
 # -- elementwise -------------------------------------------------------------------------
 

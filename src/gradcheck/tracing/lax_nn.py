@@ -12,8 +12,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..ops.pooling import geometry
-from .lax_table import LAX, Emit, Eqn, V, lax, need
+from .lax_table import LAX, Eqn, lax
 from .program import call
+from .tables import Emit, V, need
 
 for _name in ("relu", "silu", "softplus"):
     LAX[_name] = lambda e, q, _op=_name: call(_op, q.x.text)

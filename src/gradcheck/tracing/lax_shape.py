@@ -9,8 +9,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from .lax_table import Emit, Eqn, V, constant_scalar, lax, need
+from .lax_table import Eqn, constant_scalar, lax
 from .program import call, index_text
+from .tables import Emit, V, need
 
 # -- shape ---------------------------------------------------------------------------------
 

@@ -11,42 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from .aten_table import Emit, Unmapped
 from .program import call, scalar
+from .tables import Emit, Unmapped, V, need
 
 __all__ = ["LAX", "Emit", "Eqn", "Unmapped", "V", "lax", "need"]
-
-
-@dataclass
-class V:
-    """An operand: its shape and dtype, whether it is a constant (depends on no
-    differentiated input), its value (computed when first read: a live value's is the
-    traced one) and its text in the expression (made when first read, so a constant an
-    entry reads only by value, a select's mask, adds no input)."""
-
-    shape: tuple[int, ...]
-    dtype: np.dtype
-    const: bool
-    evaluate: Callable[[], np.ndarray]
-    named: Callable[[], str]
-    _text: str | None = None
-
-    @property
-    def value(self) -> np.ndarray:
-        return np.asarray(self.evaluate())
-
-    @property
-    def text(self) -> str:
-        if self._text is None:
-            self._text = self.named()
-        return self._text
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    def __str__(self) -> str:
-        return self.text
 
 
 @dataclass
@@ -77,11 +45,6 @@ def lax(*names: str) -> Callable[[Entry], Entry]:
         return entry
 
     return register
-
-
-def need(condition: bool, why: str) -> None:
-    if not condition:
-        raise Unmapped(why)
 
 
 def constant_scalar(v: V) -> float:

@@ -11,6 +11,7 @@ parser, engines, references, diagnosis and reports read it, and `save_case` writ
 
 from __future__ import annotations
 
+import ast
 import keyword
 import math
 import re
@@ -105,6 +106,19 @@ class Program:
         self.bindings.append(Binding(name, text, made_by, where))
         return name
 
+    def set_outputs(self, texts: list[str], noun: str) -> None:
+        """The function's outputs as the expression's one output: several are checked as
+        one, each flattened and all concatenated (`noun`: what the framework calls them)."""
+        if len(texts) == 1:
+            self.output = texts[0]
+            return
+        flat = [call("reshape", t, shape=[-1]) for t in texts]
+        self.output = call("concat", f"[{', '.join(flat)}]", axis=0)
+        self.notes.append(
+            f"fn returns {len(texts)} {noun}: they are checked as one, each flattened and "
+            "concatenated (the cotangent covers them all)"
+        )
+
     def mark(self) -> tuple[int, int]:
         """Where the program is: `rollback` takes it back there."""
         return len(self.bindings), len(self.inputs)
@@ -136,6 +150,30 @@ class Program:
             if text in (b.text, b.name):
                 return b
         return None
+
+
+def assigned_name(where: Where | None) -> str | None:
+    """The variable the user's line assigns (``h = ...``, ``self.h = ...``), if one: what
+    the binding of that line's last op is named."""
+    if where is None or not where.code:
+        return None
+    try:
+        statement = ast.parse(where.code).body[0]
+    except (SyntaxError, IndexError):
+        return None
+    targets = getattr(statement, "targets", None) or [getattr(statement, "target", None)]
+    if len(targets) != 1 or targets[0] is None:
+        return None
+    target = targets[0]
+    if isinstance(target, ast.Attribute):
+        return target.attr
+    return target.id if isinstance(target, ast.Name) else None
+
+
+def is_part(text: str) -> bool:
+    """Whether `text` is one output of a bound several-output op: ``parts[1]``."""
+    head, _, rest = text.partition("[")
+    return head.isidentifier() and rest[:-1].isdigit() and text.endswith("]")
 
 
 def numpy_dtype(name: str) -> np.dtype:

@@ -16,7 +16,8 @@ The entries live by kind in `aten_elementwise` (with the activations and reducti
 from __future__ import annotations
 
 from . import aten_elementwise, aten_nn, aten_shape
-from .aten_table import ATEN, Emit, Unmapped, V, bound
+from .aten_table import ATEN, bound
+from .tables import Emit, Unmapped, V
 
 KINDS = (aten_elementwise, aten_shape, aten_nn)  # each fills ATEN as it is imported
 __all__ = ["ATEN", "KINDS", "Emit", "Unmapped", "V", "bound"]

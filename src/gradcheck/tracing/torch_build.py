@@ -10,7 +10,6 @@ after its op. The engine is the stock PyTorch adapter with one method per opaque
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +18,7 @@ import torch
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from .opaque import OpaqueOp, stop_op
-from .program import Program, TraceError, Where, call, numpy_dtype
+from .program import Program, TraceError, Where, assigned_name, call, is_part, numpy_dtype
 from .torch_aten import ATEN, Emit, Unmapped, V, bound
 from .torch_inputs import numpy_of
 from .torch_opaque import OpaqueCall, T, declare_call, out_of_place, param_names
@@ -61,16 +60,7 @@ class Builder:
         last = {_line_key(r): r for r in kept}
         for r in kept:
             self._write(r, named=last[_line_key(r)] is r)
-        texts = [self._read(t, grad_enabled=True) for t in wanted]
-        if len(texts) == 1:
-            self.program.output = texts[0]
-        else:
-            flat = [call("reshape", t, shape=[-1]) for t in texts]
-            self.program.output = call("concat", f"[{', '.join(flat)}]", axis=0)
-            self.program.notes.append(
-                f"fn returns {len(texts)} tensors: they are checked as one, each flattened "
-                "and concatenated (the cotangent covers them all)"
-            )
+        self.program.set_outputs([self._read(t, grad_enabled=True) for t in wanted], "tensors")
 
     def _write(self, r: Recorded, named: bool) -> None:
         if r.function:
@@ -82,12 +72,12 @@ class Builder:
                 texts = [call("detach", self._read(r.args[0].token, r.grad_enabled, r.where))]
             else:
                 texts = self._mapped(r)
-        wanted = _assigned(r.where) if named else None
+        wanted = assigned_name(r.where) if named else None
         kept = self._keeps_gradient(r)
         for token, text in zip(r.outputs, texts, strict=False):
             if token is None or text is None:
                 continue
-            if text.isidentifier() or _is_part(text):
+            if text.isidentifier() or is_part(text):
                 self.text[token] = text
             else:
                 base = wanted or (r.func.__name__ if r.function else r.func.overloadpacket.__name__)
@@ -149,9 +139,9 @@ class Builder:
         if isinstance(v, Live):
             t = self.trace.tensors[v.token]
             text = self._read(v.token, r.grad_enabled, r.where)
-            return V(tuple(t.shape), t, False, lambda: text)
+            return V(tuple(t.shape), False, lambda: t, lambda: text)
         if isinstance(v, torch.Tensor):
-            return V(tuple(v.shape), v, True, lambda: self._constant_of(v))
+            return V(tuple(v.shape), True, lambda: v, lambda: self._constant_of(v))
         return v
 
     def _read(self, token: int, grad_enabled: bool, where: Where | None = None) -> str:
@@ -247,25 +237,3 @@ def _made_by(r: Recorded) -> str:
 
 def _line_key(r: Recorded) -> Any:
     return (r.where.file, r.where.line) if r.where else id(r)
-
-
-def _is_part(text: str) -> bool:
-    head, _, rest = text.partition("[")
-    return head.isidentifier() and rest[:-1].isdigit() and text.endswith("]")
-
-
-def _assigned(where: Where | None) -> str | None:
-    """The variable the user's line assigns (``h = ...``, ``self.h = ...``), if one."""
-    if where is None or not where.code:
-        return None
-    try:
-        statement = ast.parse(where.code).body[0]
-    except (SyntaxError, IndexError):
-        return None
-    targets = getattr(statement, "targets", None) or [getattr(statement, "target", None)]
-    if len(targets) != 1 or targets[0] is None:
-        return None
-    target = targets[0]
-    if isinstance(target, ast.Attribute):
-        return target.attr
-    return target.id if isinstance(target, ast.Name) else None

@@ -36,7 +36,7 @@ def single_op(r: Recorded, slots: list[int]) -> Any:
     if any(isinstance(v, Live) and v.token not in inputs for v in leaves):
         return None
     named = [
-        V(tuple(inner.tensors[v.token].shape), inner.tensors[v.token], False,
+        V(tuple(inner.tensors[v.token].shape), False, lambda v=v: inner.tensors[v.token],
           lambda v=v: f"a{inputs.index(v.token)}")
         if isinstance(v, Live) else v
         for v in leaves
