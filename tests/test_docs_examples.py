@@ -6,6 +6,7 @@ today. Each test reads its example from the section of the page that shows it.""
 import re
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from docs_pages import PAGES, ROOT, section
@@ -258,20 +259,26 @@ def test_readme_lists_every_op_in_its_family():
     assert {family: ops.split() for family, ops in rows.items()} == declared
 
 
-def test_the_pytorch_side_by_side_is_what_each_checker_prints():
-    """docs/pytorch-and-jax.md shows what torch.autograd.gradcheck and gradcheck.torch.check
-    print for examples/frameworks/torch_model.py's bug: both are real runs of it today."""
+@pytest.mark.parametrize(("example", "flag", "raised"), [
+    ("torch_model.py", "--torch", "GradcheckError"),
+    ("jax_model.py", "--jax", "AssertionError"),
+])  # fmt: skip
+def test_the_side_by_side_is_what_each_checker_prints(example, flag, raised):
+    """docs/pytorch-and-jax.md shows what torch.autograd.gradcheck (check_grads) and
+    gradcheck.torch.check (gradcheck.jax.check) print for the bug of each example of
+    examples/frameworks/: both are real runs of it today."""
     import subprocess
     import sys
 
     page = section("docs/pytorch-and-jax.md", "The same bug, side by side")
-    torch_shown, ours_shown = re.findall(r"```text\n(.*?)```", page, re.S)
-    example = ["examples/frameworks/torch_model.py"]
+    blocks = re.findall(r"```text\n(.*?)```", page, re.S)
+    theirs_shown, ours_shown = blocks[:2] if example.startswith("torch") else blocks[2:]
+    path = ["examples/frameworks/" + example]
     run = lambda *flags: subprocess.run(
-        [sys.executable, *example, *flags], capture_output=True, text=True, cwd=ROOT, check=False
+        [sys.executable, *path, *flags], capture_output=True, text=True, cwd=ROOT, check=False
     )
-    theirs, ours = run("--torch"), run()
-    assert theirs.returncode == 1 and "GradcheckError" in theirs.stderr
-    assert_shown_in(torch_shown, theirs.stderr)
+    theirs, ours = run(flag), run()
+    assert theirs.returncode == 1 and raised in theirs.stderr
+    assert_shown_in(theirs_shown, theirs.stderr)
     assert ours.returncode == 0, ours.stderr
     assert_shown_in(ours_shown, ours.stdout)

@@ -23,9 +23,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .tracing.program import TraceError
 from .tracing.results import TracedCheck
 
-__all__ = ["TracedCheck", "assert_gradients", "check"]
+__all__ = ["TraceError", "TracedCheck", "assert_gradients", "check"]
 
 
 def check(

@@ -9,7 +9,8 @@ The pieces, in the order a check goes through them:
   ``custom_vjp`` kept whole) record what the function does; `torch_build` and
   `jax_build` write it out as a `program.Program`, an ordinary expression with the
   user's lines as comments, through the tables that map the framework's ops onto the
-  registry (`torch_aten` with `aten_*`, `jax_primitives` with `lax_*`);
+  registry (`torch_aten` with `aten_*`, `jax_primitives` with `lax_*`, what both share
+  in `tables`);
 * `opaque`: what maps onto nothing (a custom gradient, an op without an equivalent) is a
   user op of its own, checked by finite differences of its forward (`torch_opaque`,
   `jax_opaque`: what such a node calls); a cut (``.detach()``, ``torch.no_grad()``,

@@ -97,11 +97,14 @@ def declare(
 
 
 def unique_name(wanted: str, origin: str) -> str:
-    """`wanted` as an op name no other op holds: a builtin's, a user op's from elsewhere or
-    the engine protocol's names get a number (an op of the same origin is replaced)."""
+    """`wanted` as an op name no other op holds: a builtin's name gets ``_custom`` (a
+    user's ``tanh``), the engine protocol's ``_op``, a user op's from elsewhere a number
+    (an op of the same origin is replaced)."""
     base = wanted.lstrip("_") or "opaque"
     if base in RESERVED:
         base = f"{base}_op"
+    if registry.has_op(base) and registry.get_op(base).origin is None:
+        base = f"{base}_custom"
     name, k = base, 1
     while registry.has_op(name) and registry.get_op(name).origin != origin:
         k += 1

@@ -45,6 +45,11 @@ class Where:
     def __str__(self) -> str:
         return f"{self.file}:{self.line}"
 
+    @property
+    def short(self) -> str:
+        """``file:line`` with the file's name alone (the expression's comments)."""
+        return f"{self.file.replace(chr(92), '/').rsplit('/', 1)[-1]}:{self.line}"
+
     def quoted(self) -> str:
         """``file:line (`code`)``, as hints and refusals name a line."""
         return f"{self}" + (f" (`{self.code}`)" if self.code else "")
@@ -135,11 +140,11 @@ class Program:
 
     @property
     def source(self) -> str:
-        """The expression: one binding per line, each with the line that made it, then the
-        output."""
+        """The expression: one binding per line, each with the line that made it (its file
+        by name: hints give the path), then the output."""
         width = max((len(f"{b.name} = {b.text}") for b in self.bindings), default=0)
         lines = [
-            f"{b.name} = {b.text}".ljust(width) + (f"  # {b.where}" if b.where else "")
+            f"{b.name} = {b.text}".ljust(width) + (f"  # {b.where.short}" if b.where else "")
             for b in self.bindings
         ]
         return "\n".join([*(line.rstrip() for line in lines), self.output])
