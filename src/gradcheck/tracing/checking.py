@@ -17,6 +17,7 @@ the runner with the replaying engine in this process. Around it:
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..results import CaseResult, Hint
+from .opaque import cuts
 from .program import Program, TraceError
 
 
@@ -61,16 +63,11 @@ def case_data(traced: Traced, name: str, options: dict[str, Any]) -> dict[str, A
 
 
 def default_reference(program: Program) -> str:
-    """TensorFlow where every node maps (and it is installed), else finite differences."""
-    if any(o.kind != "stop" for o in program.opaque.values()):
+    """TensorFlow where every node maps (and it is installed), else finite differences (a
+    cut's stop op has a TensorFlow builder: it is no opaque node)."""
+    if program.opaque:
         return "numeric"
-    try:
-        import importlib.util
-
-        found = importlib.util.find_spec("tensorflow") is not None
-    except (ImportError, ValueError):
-        found = False
-    return "tensorflow" if found else "numeric"
+    return "tensorflow" if importlib.util.find_spec("tensorflow") else "numeric"
 
 
 def held_to_function(traced: Traced, case: Any, result: CaseResult) -> Hint | None:
@@ -131,9 +128,8 @@ def without_harmless_cuts(traced: Traced, case: Any, make_case: Callable[[], Any
     from ..engines.reverse import run_engine
 
     program = traced.program
-    cuts = [b for b in program.bindings if b.text.startswith(("detach(", "no_grad(",
-                                                               "stop_gradient("))]  # fmt: skip
-    if not cuts:
+    found = [b for b, _ in cuts(program)]
+    if not found:
         return case
 
     def grads(c: Any) -> dict[str, np.ndarray] | None:
@@ -145,7 +141,7 @@ def without_harmless_cuts(traced: Traced, case: Any, make_case: Callable[[], Any
     base = grads(case)
     if base is None:
         return case
-    for cut in cuts:
+    for cut in found:
         text = cut.text
         cut.text = text[text.index("(") + 1 : -1]  # the cut's argument: no cut
         trial = make_case()

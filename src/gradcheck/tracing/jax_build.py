@@ -136,8 +136,6 @@ class Builder:
         if key not in self.opaque:
             self.opaque[key] = self._declare(step, slots, reason)
         opaque = self.opaque[key]
-        if step.where is not None:
-            opaque.calls.append(step.where)
         args = [self.text[step.inputs[i]] if step.inputs[i].live
                 else self._constant_input(step.inputs[i]) for i in slots]  # fmt: skip
         outs = [v.shape for v in step.outputs if v.live]

@@ -25,7 +25,7 @@ import numpy as np
 
 from .jax_opaque import Custom, JaxCall, Primitive, declare_call, engine_class
 from .jax_trace import source
-from .opaque import stop_op
+from .opaque import cuts, stop_op
 from .program import Program, TraceError
 
 __all__ = ["Custom", "JaxCall", "Primitive", "engine", "from_file", "ops_file_text"]
@@ -63,8 +63,7 @@ def ops_file_text(program: Program, name: str, ops_file: Path, command: str) -> 
         arguments = ", ".join([target, repr(call.params), fixed, repr(call.picks),
                                repr(call.integer), repr(call.same)])  # fmt: skip
         calls.append(f"        {op_name!r}: JaxCall({arguments}),")
-    stops = ("stop_gradient",) if any(b.text.startswith("stop_gradient(")
-                                      for b in program.bindings) else ()  # fmt: skip
+    stops = tuple(sorted({stop for _, stop in cuts(program)}))
     header = [
         f'"""The opaque nodes and cuts of {name}\'s traced check (gradcheck.jax.check,',
         "save_case): each declared as a gradcheck op, and the engine that runs them:",

@@ -7,7 +7,7 @@ numeric reference differentiates it by finite differences, and whose engine meth
 the user's code with the framework's autodiff: the rule under test. Its shape rule is
 the shapes seen while tracing, the forward asked where it meets others.
 
-The stop ops (`STOPS`) are the places where a function cuts its own gradient: a torch
+The stop ops (`STOP_LABELS`) are the places where a function cuts its own gradient: a torch
 ``.detach()``, a value computed under ``torch.no_grad()``, a ``jax.lax.stop_gradient``.
 Their forward is the identity (what finite differences and TensorFlow see); their engine
 method cuts, as the user's code did; so a cut that changes the gradient fails at that
@@ -27,7 +27,7 @@ import numpy as np
 from ..ops import registry
 from ..ops.registry import Op, ShapeError
 from ..ops.user import RESERVED
-from .program import Where
+from .program import Binding, Program, Where
 
 Shape = tuple[int, ...]
 
@@ -35,7 +35,7 @@ Shape = tuple[int, ...]
 @dataclass
 class OpaqueOp:
     """One opaque op: its registry declaration, the engine method that runs the user's code,
-    what it is (`kind`: "function", "framework" or "stop") and where the user wrote it
+    what it is (`kind`: "function" or "framework") and where the user wrote it
     (for a custom gradient, its backward; for a framework op or a cut, the call)."""
 
     op: Op
@@ -43,7 +43,6 @@ class OpaqueOp:
     kind: str
     label: str  # "MyTanh (a torch.autograd.Function)", "aten.atan", "`.detach()`"
     where: Where | None = None
-    calls: list[Where] = field(default_factory=list)  # the lines that applied it
     call: Any = None  # the framework's description of what it calls (saved with the case)
     # argument shapes seen -> the output's shape (a tuple of shapes for several outputs)
     shapes: dict[tuple[Shape, ...], Any] = field(default_factory=dict)
@@ -62,7 +61,6 @@ def declare(
     outputs: int | None = None,
     vjps: Sequence[Callable[..., Any] | None] = (),
     texts: dict[str, tuple] | None = None,
-    doc: str = "",
 ) -> OpaqueOp:
     """Register an opaque op named `name` (made unique) and return it with its method.
 
@@ -85,7 +83,7 @@ def declare(
         params=tuple(params),
         shape=shape,
         forward=forward,
-        doc=doc or label,
+        doc=label,
         origin=origin,
         integer=tuple(integer),
         vjps=tuple(vjps),
@@ -189,6 +187,16 @@ STOP_FIXES = {
     "stop_gradient": "use the value itself where its gradient should flow, not "
     "`jax.lax.stop_gradient(v)`",
 }
+
+
+def cuts(program: Program) -> list[tuple[Binding, str]]:
+    """The program's cuts: each binding that is a stop op's call, with the stop's name."""
+    found = []
+    for b in program.bindings:
+        stop = b.text.partition("(")[0]
+        if stop in STOP_LABELS and b.text.endswith(")"):
+            found.append((b, stop))
+    return found
 
 
 def stop_op(name: str) -> Op:

@@ -19,6 +19,7 @@ import numpy as np
 import yaml
 
 from ..util.atomic import write_atomic
+from .opaque import cuts
 from .program import TraceError
 
 if TYPE_CHECKING:
@@ -32,9 +33,7 @@ def save_case(check: TracedCheck, path: Path) -> list[Path]:
     if path.suffix not in (".yaml", ".yml"):
         raise TraceError(f"save_case writes a case file: name it *.yaml, not {path.name}")
     program = check.program
-    needs_ops = bool(program.opaque) or any(
-        b.text.startswith(("detach(", "no_grad(", "stop_gradient(")) for b in program.bindings
-    )
+    needs_ops = bool(program.opaque) or bool(cuts(program))
     ops_file = path.with_name(f"{path.stem}_ops.py") if needs_ops else None
     command = ["gradcheck", "run", str(path)]
     if ops_file is not None:

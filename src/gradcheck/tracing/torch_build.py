@@ -180,8 +180,6 @@ class Builder:
         if key not in self.opaque:
             self.opaque[key] = self._declare(r, args, kwargs, tensors, reason)
         opaque = self.opaque[key]
-        if r.where is not None:
-            opaque.calls.append(r.where)
         shapes = tuple(tuple(self._array(v).shape) for v in tensors)
         outs = [tuple(t.shape) for t, tok in zip(r.out_tensors, r.outputs, strict=True)
                 if tok is not None]  # fmt: skip

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from .opaque import stop_op
+from .opaque import cuts, stop_op
 from .program import Program, TraceError
 from .torch_opaque import OpaqueCall, T, declare_call, engine_class
 
@@ -64,8 +64,7 @@ def ops_file_text(program: Program, name: str, ops_file: Path, command: str) -> 
              repr(call.params), repr(call.integer), str(call.outputs), repr(call.same)]
         )  # fmt: skip
         calls.append(f"        {op_name!r}: OpaqueCall({arguments}),")
-    stops = tuple(sorted({b.text.split("(", 1)[0] for b in program.bindings
-                          if b.text.startswith(("detach(", "no_grad("))}))  # fmt: skip
+    stops = tuple(sorted({stop for _, stop in cuts(program)}))
     header = [
         f'"""The opaque nodes and cuts of {name}\'s traced check (gradcheck.torch.check,',
         "save_case): each declared as a gradcheck op, and the engine that runs them:",
