@@ -22,7 +22,7 @@ def _every_hint(result: CaseResult):
     for hint in result.hints:
         yield hint
         yield from hint.also
-    for check in (*result.inputs, *result.jvp, *result.hvp):
+    for _, check in result.labelled_inputs():
         for hint in check.hints:
             yield hint
             yield from hint.also

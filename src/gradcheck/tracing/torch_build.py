@@ -17,10 +17,10 @@ import numpy as np
 import torch
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
+from ..engines.stock.torch import to_numpy
 from .opaque import OpaqueOp, stop_op
 from .program import Program, TraceError, Where, assigned_name, call, is_part, numpy_dtype
 from .torch_aten import ATEN, Emit, Unmapped, V, bound
-from .torch_inputs import numpy_of
 from .torch_opaque import OpaqueCall, T, declare_call, out_of_place, param_names
 from .torch_rules import single_op
 from .torch_trace import Live, Recorded, Trace
@@ -161,7 +161,7 @@ class Builder:
         key = (id(t), t._version)
         if key not in self.constants:
             hint = self.names.get(id(t), "c")
-            self.constants[key] = self._constant(numpy_of(t), hint, not t.is_floating_point())
+            self.constants[key] = self._constant(to_numpy(t), hint, not t.is_floating_point())
         return self.constants[key]
 
     def _constant(self, value: np.ndarray, hint: str, integer: bool) -> str:

@@ -11,10 +11,11 @@ import numpy as np
 import torch
 from torch.utils._pytree import tree_flatten
 
+from ..engines.stock.torch import to_numpy
 from .checking import Traced
 from .program import TraceError
 from .torch_build import Builder
-from .torch_inputs import new_program, numpy_of, prepare
+from .torch_inputs import new_program, prepare
 from .torch_opaque import engine_class
 from .torch_trace import Trace, raised_at, recording
 
@@ -64,7 +65,7 @@ def trace(
     builder.build(outputs)
     program.notes[:0] = recorder.notes
     engine = engine_class(builder.methods, _name(fn))
-    wrt = [t for _, t, differentiable in inputs.named if differentiable]
+    wrt = inputs.wrt
 
     def own_grads(cotangent: np.ndarray) -> list[np.ndarray]:
         """fn's own gradient, by autograd through what it ran (hooks included)."""
@@ -73,10 +74,10 @@ def trace(
         seed_ = torch.from_numpy(np.asarray(cotangent).reshape(-1).copy()).to(whole.dtype)
         grads = torch.autograd.grad(whole, wrt, seed_, retain_graph=True, allow_unused=True)
         return [
-            np.zeros(t.shape) if g is None else numpy_of(g) for g, t in zip(grads, wrt, strict=True)
+            np.zeros(t.shape) if g is None else to_numpy(g) for g, t in zip(grads, wrt, strict=True)
         ]
 
-    forward = [numpy_of(o) for o in outputs]
+    forward = [to_numpy(o) for o in outputs]
     value = forward[0] if len(forward) == 1 else np.concatenate([f.reshape(-1) for f in forward])
     return Traced(program, engine, value, own_grads, _name(fn), "torch")
 

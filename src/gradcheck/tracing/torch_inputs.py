@@ -9,10 +9,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import torch
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
+from ..engines.stock.torch import to_numpy
 from .program import Program, TraceError
 from .torch_trace import Trace
 
@@ -89,16 +89,6 @@ def _refuse_kind(name: str, t: torch.Tensor) -> None:
         )
 
 
-def numpy_of(t: torch.Tensor) -> np.ndarray:
-    """A tensor's value as NumPy (bfloat16 through float32, as the stock adapter does)."""
-    t = t.detach()
-    if t.dtype == torch.bfloat16:
-        import ml_dtypes
-
-        return t.float().numpy().astype(ml_dtypes.bfloat16)
-    return t.numpy().copy()
-
-
 def dtype_name(t: torch.Tensor) -> str:
     return str(t.dtype).removeprefix("torch.")
 
@@ -116,5 +106,5 @@ def new_program(inputs: Inputs, trace: Trace) -> Program:
     for name, t, differentiable in inputs.named:
         if differentiable:
             token = trace.token_of(t)
-            trace.inputs[token] = program.add_input(name, numpy_of(t), True)
+            trace.inputs[token] = program.add_input(name, to_numpy(t), True)
     return program

@@ -110,7 +110,7 @@ class TorchEngine(
         return torch.from_numpy(np.array(value))
 
     def value(self, node: torch.Tensor) -> np.ndarray:
-        return _to_numpy(node)
+        return to_numpy(node)
 
     def grad(
         self,
@@ -122,7 +122,7 @@ class TorchEngine(
         if create_graph:
             _refuse_once_differentiable(output)
         if not output.requires_grad:  # depends on none of wrt: zero, as TensorFlow says
-            return [torch.zeros_like(t) if create_graph else np.zeros(t.shape, _to_numpy(t).dtype)
+            return [torch.zeros_like(t) if create_graph else np.zeros(t.shape, to_numpy(t).dtype)
                     for t in wrt]  # fmt: skip
         grads = torch.autograd.grad(
             output,
@@ -137,7 +137,7 @@ class TorchEngine(
                 torch.zeros_like(t) if g is None else g for g, t in zip(grads, wrt, strict=True)
             ]
         return [
-            np.zeros(t.shape, _to_numpy(t).dtype) if g is None else _to_numpy(g)
+            np.zeros(t.shape, to_numpy(t).dtype) if g is None else to_numpy(g)
             for g, t in zip(grads, wrt, strict=True)
         ]
 
@@ -154,7 +154,7 @@ class TorchEngine(
                 f"{_function_in(said)} (a torch.autograd.Function) has no forward-mode rule; "
                 f"PyTorch: {said}"
             ) from None
-        return _to_numpy(tangent)
+        return to_numpy(tangent)
 
     # -- linear algebra, reductions, nn --------------------------------------------------
     def matmul(self, a, b):
@@ -277,7 +277,8 @@ class TorchEngine(
         return torch.nn.functional.cross_entropy(classes_first, labels.long(), reduction="none")
 
 
-def _to_numpy(tensor: torch.Tensor) -> np.ndarray:
+def to_numpy(tensor: torch.Tensor) -> np.ndarray:
+    """A tensor's value as NumPy: bfloat16 through float32, as NumPy has no bfloat16."""
     tensor = tensor.detach()
     if tensor.dtype == torch.bfloat16:
         import ml_dtypes
