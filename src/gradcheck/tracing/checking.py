@@ -26,7 +26,7 @@ import numpy as np
 
 from ..results import CaseResult, Hint
 from .opaque import cuts
-from .program import Program, TraceError
+from .program import Program, TraceError, case_input
 
 
 @dataclass
@@ -46,16 +46,10 @@ class Traced:
 def case_data(traced: Traced, name: str, options: dict[str, Any]) -> dict[str, Any]:
     """The case `traced` is, as the data a case file holds (arrays as arrays)."""
     program = traced.program
-    inputs: dict[str, Any] = {}
-    for key, value in program.inputs.items():
-        if value.dtype.kind in "iub":
-            inputs[key] = {"values": value.tolist(), "dtype": "int64"}
-        else:  # bfloat16 (ml_dtypes', no NumPy number the loader reads) as float32: exact
-            inputs[key] = value.astype(np.float32) if value.dtype.kind == "V" else value
     return {
         "name": name,
         "expr": program.source,
-        "inputs": inputs,
+        "inputs": {key: case_input(value) for key, value in program.inputs.items()},
         "wrt": list(program.wrt),
         "dtype": program.dtype,
         **{k: v for k, v in options.items() if v is not None},

@@ -190,6 +190,14 @@ def numpy_dtype(name: str) -> np.dtype:
     return np.dtype(name)
 
 
+def case_input(value: np.ndarray) -> Any:
+    """An input as a case holds it: an integer one as its values and dtype, a float one as
+    its array (bfloat16, ml_dtypes' and no NumPy number the loader reads, as float32: exact)."""
+    if value.dtype.kind in "iub":
+        return {"values": value.astype(np.int64).tolist(), "dtype": "int64"}
+    return value.astype(np.float32) if value.dtype.kind == "V" else value
+
+
 def call(op: str, *args: str, **attrs: Any) -> str:
     """An op's call in the expression language: tensor arguments as texts, then attributes."""
     return f"{op}({', '.join([*args, *(f'{k}={literal(v)}' for k, v in attrs.items())])})"

@@ -20,7 +20,7 @@ import yaml
 
 from ..util.atomic import write_atomic
 from .opaque import cuts
-from .program import TraceError
+from .program import TraceError, case_input
 
 if TYPE_CHECKING:
     from .results import TracedCheck
@@ -82,9 +82,10 @@ def _case_text(check: TracedCheck, command: str) -> str:
 
 
 def _values(value: np.ndarray) -> Any:
-    if value.dtype.kind in "iub":
-        return {"values": value.astype(np.int64).tolist(), "dtype": "int64"}
-    return np.asarray(value, np.float64).tolist()  # float32 values are float64 numbers exactly
+    """An input as the case file writes it: the case's (`case_input`), arrays as lists of
+    numbers (float32's are float64 numbers exactly)."""
+    given = case_input(value)
+    return given if isinstance(given, dict) else np.asarray(given, np.float64).tolist()
 
 
 class _Block(str):
